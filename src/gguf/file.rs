@@ -1,0 +1,415 @@
+//! Parsing a whole GGUF file: header, metadata, tensor directory, and access to tensor data over a memory map.
+
+use super::cursor::Cursor;
+use super::value::{type_id, Array, Value};
+use crate::error::{Error, Result};
+use crate::quant::GgmlType;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The magic bytes every GGUF file starts with.
+pub const MAGIC: [u8; 4] = *b"GGUF";
+/// Alignment of tensor data when `general.alignment` is absent.
+pub const DEFAULT_ALIGNMENT: u64 = 32;
+/// ggml's maximum number of tensor dimensions.
+pub const MAX_DIMS: u32 = 4;
+/// How deeply metadata arrays may nest (arrays of arrays of ...). Real files use at most one level.
+pub const MAX_ARRAY_DEPTH: u32 = 8;
+
+/// Smallest encoding of a metadata key-value pair: key length (8), empty key, type (4), one byte of value.
+const MIN_KV_BYTES: u64 = 8 + 4 + 1;
+/// Smallest encoding of a tensor directory entry: name length (8), n_dims (4), one dim (8), type (4), offset (8).
+const MIN_TENSOR_INFO_BYTES: u64 = 8 + 4 + 8 + 4 + 8;
+
+/// One entry of the tensor directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorInfo {
+    /// Tensor name (`blk.0.attn_q.weight`).
+    pub name: String,
+    /// Shape in ggml order: `dims[0]` is the contiguous (fastest) dimension.
+    pub dims: Vec<u64>,
+    /// Storage type.
+    pub ty: GgmlType,
+    /// Offset of the data relative to the start of the data section.
+    pub offset: u64,
+    /// Number of elements (product of `dims`, checked for overflow).
+    pub n_elements: u64,
+    /// Number of bytes of data.
+    pub n_bytes: u64,
+}
+
+enum Storage {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(m) => m,
+            Storage::Owned(v) => v,
+        }
+    }
+}
+
+/// A parsed GGUF file whose tensor data stays in a read-only memory map until asked for.
+pub struct GgufFile {
+    path: Option<PathBuf>,
+    storage: Storage,
+    version: u32,
+    metadata: Vec<(String, Value)>,
+    key_index: HashMap<String, usize>,
+    tensors: Vec<TensorInfo>,
+    tensor_index: HashMap<String, usize>,
+    alignment: u64,
+    data_offset: u64,
+}
+
+impl std::fmt::Debug for GgufFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GgufFile")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("n_kv", &self.metadata.len())
+            .field("n_tensors", &self.tensors.len())
+            .finish()
+    }
+}
+
+impl GgufFile {
+    /// Opens and parses the file at `path` over a read-only memory map.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let storage = if len == 0 {
+            // An empty file cannot be mapped; it fails below as truncated.
+            Storage::Owned(Vec::new())
+        } else {
+            // SAFETY: the map is read-only and the file is opened read-only; as with every mmap-based reader,
+            // the file must not be truncated by another process while it is mapped.
+            Storage::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?)
+        };
+        let mut parsed = Self::parse(storage)?;
+        parsed.path = Some(path.to_path_buf());
+        Ok(parsed)
+    }
+
+    /// Parses a GGUF file held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::parse(Storage::Owned(bytes))
+    }
+
+    fn parse(storage: Storage) -> Result<Self> {
+        let buf = storage.bytes();
+        let mut c = Cursor::new(buf);
+        let magic: [u8; 4] = c.take(4, &|| "magic".into())?.try_into().expect("4 bytes");
+        if magic != MAGIC {
+            return Err(Error::BadMagic { found: magic });
+        }
+        let version = c.u32(&|| "version".into())?;
+        if version != 2 && version != 3 {
+            return Err(Error::UnsupportedVersion(version));
+        }
+        let n_tensors = c.u64(&|| "tensor count".into())?;
+        let n_kv = c.u64(&|| "metadata count".into())?;
+
+        let n_kv = c.check_count(n_kv, MIN_KV_BYTES, &|| "metadata key count".into())?;
+        let mut metadata = Vec::with_capacity(n_kv);
+        let mut key_index = HashMap::with_capacity(n_kv);
+        for i in 0..n_kv {
+            let key = c.string(&|| format!("metadata key #{i}"))?;
+            let ty = c.u32(&|| format!("type of metadata '{key}'"))?;
+            let value = read_value(&mut c, ty, &key, 0)?;
+            if key_index.insert(key.clone(), metadata.len()).is_some() {
+                return Err(Error::Malformed(format!("duplicate metadata key '{key}'")));
+            }
+            metadata.push((key, value));
+        }
+
+        let alignment = match metadata.get(
+            key_index
+                .get("general.alignment")
+                .copied()
+                .unwrap_or(usize::MAX),
+        ) {
+            None => DEFAULT_ALIGNMENT,
+            Some((_, Value::U32(a))) if *a > 0 && a.is_power_of_two() => *a as u64,
+            Some((_, v)) => {
+                return Err(Error::Malformed(format!(
+                    "general.alignment must be a u32 power of two, found {v:?}"
+                )))
+            }
+        };
+
+        let n_tensors =
+            c.check_count(n_tensors, MIN_TENSOR_INFO_BYTES, &|| "tensor count".into())?;
+        let mut tensors = Vec::with_capacity(n_tensors);
+        let mut tensor_index = HashMap::with_capacity(n_tensors);
+        for i in 0..n_tensors {
+            let info = read_tensor_info(&mut c, i, alignment)?;
+            if tensor_index
+                .insert(info.name.clone(), tensors.len())
+                .is_some()
+            {
+                return Err(Error::Malformed(format!(
+                    "duplicate tensor name '{}'",
+                    info.name
+                )));
+            }
+            tensors.push(info);
+        }
+
+        let data_offset = (c.pos() as u64).div_ceil(alignment) * alignment;
+        let data_len = (buf.len() as u64).saturating_sub(data_offset);
+        for t in &tensors {
+            let end = t.offset.checked_add(t.n_bytes);
+            if end.is_none_or(|e| e > data_len) {
+                return Err(Error::Truncated {
+                    what: format!("data of tensor '{}'", t.name),
+                    offset: data_offset.saturating_add(t.offset),
+                    needed: t.n_bytes,
+                    len: buf.len() as u64,
+                });
+            }
+        }
+
+        Ok(Self {
+            path: None,
+            storage,
+            version,
+            metadata,
+            key_index,
+            tensors,
+            tensor_index,
+            alignment,
+            data_offset,
+        })
+    }
+
+    /// The path the file was opened from (`None` for in-memory files).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// GGUF format version (2 or 3).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// Size of the whole file in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.storage.bytes().len() as u64
+    }
+
+    /// Alignment of the tensor data section.
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// Offset of the tensor data section from the start of the file.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// All metadata, in file order.
+    pub fn metadata(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.metadata.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The value of metadata key `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.key_index.get(key).map(|&i| &self.metadata[i].1)
+    }
+
+    /// The tensor directory, in file order.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    /// The directory entry of tensor `name`.
+    pub fn tensor(&self, name: &str) -> Result<&TensorInfo> {
+        self.tensor_index
+            .get(name)
+            .map(|&i| &self.tensors[i])
+            .ok_or_else(|| Error::MissingTensor(name.to_string()))
+    }
+
+    /// The raw bytes of a tensor (bounds were checked when the file was parsed).
+    pub fn tensor_bytes(&self, info: &TensorInfo) -> &[u8] {
+        let start = (self.data_offset + info.offset) as usize;
+        &self.storage.bytes()[start..start + info.n_bytes as usize]
+    }
+
+    /// Dequantizes tensor `name` to f32 (row-major over ggml's dims: `dims[0]` fastest).
+    pub fn dequantize_f32(&self, name: &str) -> Result<Vec<f32>> {
+        let info = self.tensor(name)?;
+        let n = usize::try_from(info.n_elements).map_err(|_| {
+            Error::Malformed(format!("tensor '{name}' is too large for this machine"))
+        })?;
+        let mut out = vec![0f32; n];
+        crate::quant::dequantize_into(info.ty, self.tensor_bytes(info), &mut out, name)?;
+        Ok(out)
+    }
+}
+
+/// Reads one metadata value of type `ty`; `depth` counts enclosing arrays.
+fn read_value(c: &mut Cursor, ty: u32, key: &str, depth: u32) -> Result<Value> {
+    let what = || format!("value of metadata '{key}'");
+    Ok(match ty {
+        type_id::U8 => Value::U8(c.u8(&what)?),
+        type_id::I8 => Value::I8(c.u8(&what)? as i8),
+        type_id::U16 => Value::U16(c.u16(&what)?),
+        type_id::I16 => Value::I16(c.u16(&what)? as i16),
+        type_id::U32 => Value::U32(c.u32(&what)?),
+        type_id::I32 => Value::I32(c.u32(&what)? as i32),
+        type_id::U64 => Value::U64(c.u64(&what)?),
+        type_id::I64 => Value::I64(c.u64(&what)? as i64),
+        type_id::F32 => Value::F32(c.f32(&what)?),
+        type_id::F64 => Value::F64(c.f64(&what)?),
+        type_id::BOOL => Value::Bool(read_bool(c, key)?),
+        type_id::STRING => Value::String(c.string(&what)?),
+        type_id::ARRAY => Value::Array(read_array(c, key, depth)?),
+        other => {
+            return Err(Error::Malformed(format!(
+                "metadata '{key}' has unknown value type {other}"
+            )))
+        }
+    })
+}
+
+fn read_bool(c: &mut Cursor, key: &str) -> Result<bool> {
+    match c.u8(&|| format!("value of metadata '{key}'"))? {
+        0 => Ok(false),
+        1 => Ok(true),
+        b => Err(Error::Malformed(format!(
+            "metadata '{key}' holds bool byte {b}, expected 0 or 1"
+        ))),
+    }
+}
+
+/// Reads a metadata array: element type, count, elements.
+fn read_array(c: &mut Cursor, key: &str, depth: u32) -> Result<Array> {
+    if depth >= MAX_ARRAY_DEPTH {
+        return Err(Error::Malformed(format!(
+            "metadata '{key}' nests arrays deeper than {MAX_ARRAY_DEPTH}"
+        )));
+    }
+    let elem = c.u32(&|| format!("element type of array '{key}'"))?;
+    let count = c.u64(&|| format!("length of array '{key}'"))?;
+    let min_bytes = match elem {
+        type_id::U8 | type_id::I8 | type_id::BOOL => 1,
+        type_id::U16 | type_id::I16 => 2,
+        type_id::U32 | type_id::I32 | type_id::F32 => 4,
+        type_id::U64 | type_id::I64 | type_id::F64 | type_id::STRING => 8,
+        type_id::ARRAY => 12,
+        other => {
+            return Err(Error::Malformed(format!(
+                "array '{key}' has unknown element type {other}"
+            )))
+        }
+    };
+    let n = c.check_count(count, min_bytes, &|| format!("length of array '{key}'"))?;
+    let what = || format!("elements of array '{key}'");
+    macro_rules! fixed {
+        ($variant:ident, $read:ident, $conv:expr) => {{
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push($conv(c.$read(&what)?));
+            }
+            Array::$variant(v)
+        }};
+    }
+    Ok(match elem {
+        type_id::U8 => fixed!(U8, u8, |x| x),
+        type_id::I8 => fixed!(I8, u8, |x: u8| x as i8),
+        type_id::U16 => fixed!(U16, u16, |x| x),
+        type_id::I16 => fixed!(I16, u16, |x: u16| x as i16),
+        type_id::U32 => fixed!(U32, u32, |x| x),
+        type_id::I32 => fixed!(I32, u32, |x: u32| x as i32),
+        type_id::U64 => fixed!(U64, u64, |x| x),
+        type_id::I64 => fixed!(I64, u64, |x: u64| x as i64),
+        type_id::F32 => fixed!(F32, f32, |x| x),
+        type_id::F64 => fixed!(F64, f64, |x| x),
+        type_id::BOOL => {
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(read_bool(c, key)?);
+            }
+            Array::Bool(v)
+        }
+        type_id::STRING => {
+            let mut v = Vec::with_capacity(n);
+            for i in 0..n {
+                v.push(c.string(&|| format!("element {i} of array '{key}'"))?);
+            }
+            Array::String(v)
+        }
+        _ => {
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                match read_value(c, type_id::ARRAY, key, depth + 1)? {
+                    Value::Array(a) => v.push(a),
+                    _ => unreachable!("read_value of ARRAY returns an array"),
+                }
+            }
+            Array::Array(v)
+        }
+    })
+}
+
+/// Reads one tensor directory entry and checks its shape, type and alignment.
+fn read_tensor_info(c: &mut Cursor, index: usize, alignment: u64) -> Result<TensorInfo> {
+    let name = c.string(&|| format!("name of tensor #{index}"))?;
+    let what = || format!("directory entry of tensor '{name}'");
+    let n_dims = c.u32(&what)?;
+    if n_dims == 0 || n_dims > MAX_DIMS {
+        return Err(Error::Malformed(format!(
+            "tensor '{name}' has {n_dims} dimensions (allowed: 1 to {MAX_DIMS})"
+        )));
+    }
+    let mut dims = Vec::with_capacity(n_dims as usize);
+    for _ in 0..n_dims {
+        dims.push(c.u64(&what)?);
+    }
+    let type_raw = c.u32(&what)?;
+    let offset = c.u64(&what)?;
+    let ty = GgmlType::from_id(type_raw).ok_or_else(|| Error::UnsupportedType {
+        tensor: name.clone(),
+        type_name: format!("unknown ggml type id {type_raw}"),
+    })?;
+    let n_elements = dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= i64::MAX as u64)
+        .ok_or_else(|| {
+            Error::Malformed(format!(
+                "tensor '{name}': shape {dims:?} overflows the element count"
+            ))
+        })?;
+    if dims[0] % ty.block_size() as u64 != 0 {
+        return Err(Error::Malformed(format!(
+            "tensor '{name}': first dimension {} is not a multiple of the {ty} block size {}",
+            dims[0],
+            ty.block_size()
+        )));
+    }
+    let n_bytes = ty.byte_size(n_elements).ok_or_else(|| {
+        Error::Malformed(format!(
+            "tensor '{name}': byte size of shape {dims:?} overflows"
+        ))
+    })?;
+    if offset % alignment != 0 {
+        return Err(Error::Malformed(format!(
+            "tensor '{name}': data offset {offset} is not a multiple of the alignment {alignment}"
+        )));
+    }
+    Ok(TensorInfo {
+        name,
+        dims,
+        ty,
+        offset,
+        n_elements,
+        n_bytes,
+    })
+}

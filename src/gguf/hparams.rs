@@ -1,0 +1,211 @@
+//! Typed access to a model's architecture hyper-parameters (`{arch}.*` metadata keys).
+
+use super::file::GgufFile;
+use super::value::{Array, Value};
+use crate::error::{Error, Result};
+use serde::Serialize;
+
+/// RoPE base llama.cpp assumes when `{arch}.rope.freq_base` is absent.
+pub const DEFAULT_ROPE_BASE: f64 = 10_000.0;
+
+/// The hyper-parameters of a decoder-only transformer, read from GGUF metadata.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hparams {
+    /// `general.architecture` (`llama`, `gemma3`, ...).
+    pub architecture: String,
+    /// `{arch}.block_count`.
+    pub n_layers: usize,
+    /// `{arch}.embedding_length` (model width).
+    pub n_embd: usize,
+    /// `{arch}.feed_forward_length`, when present.
+    pub n_ff: Option<usize>,
+    /// `{arch}.attention.head_count`.
+    pub n_heads: usize,
+    /// `{arch}.attention.head_count_kv` (defaults to `n_heads`).
+    pub n_kv_heads: usize,
+    /// `{arch}.attention.key_length` (defaults to `n_embd / n_heads`).
+    pub head_dim: usize,
+    /// `{arch}.attention.value_length` (defaults to `head_dim`).
+    pub value_dim: usize,
+    /// `{arch}.rope.freq_base` (defaults to [`DEFAULT_ROPE_BASE`]).
+    pub rope_base: f64,
+    /// `{arch}.rope.dimension_count` (defaults to `head_dim`).
+    pub rope_dim: usize,
+    /// `{arch}.context_length`.
+    pub context_length: usize,
+    /// `{arch}.attention.sliding_window`, when present.
+    pub sliding_window: Option<usize>,
+    /// `{arch}.attention.layer_norm_rms_epsilon`, when present.
+    pub rms_eps: Option<f64>,
+    /// `{arch}.attention.layer_norm_epsilon`, when present.
+    pub norm_eps: Option<f64>,
+    /// `{arch}.attn_logit_softcapping`, when present.
+    pub attn_softcap: Option<f64>,
+    /// `{arch}.final_logit_softcapping`, when present.
+    pub final_softcap: Option<f64>,
+    /// Vocabulary size: length of `tokenizer.ggml.tokens`, else `{arch}.vocab_size`.
+    pub vocab_size: Option<usize>,
+}
+
+impl Hparams {
+    /// Reads the hyper-parameters of `file`; a missing required key is an error naming it.
+    pub fn from_gguf(file: &GgufFile) -> Result<Self> {
+        let architecture = file.architecture()?.to_string();
+        let key = |k: &str| format!("{architecture}.{k}");
+        let req = |k: &str| {
+            file.get_usize(&key(k))?
+                .ok_or_else(|| Error::MissingKey(key(k)))
+        };
+        let n_layers = req("block_count")?;
+        let n_embd = req("embedding_length")?;
+        let n_heads = file
+            .get_head_count(&key("attention.head_count"))?
+            .ok_or_else(|| Error::MissingKey(key("attention.head_count")))?;
+        if n_heads == 0 {
+            return Err(Error::BadValue {
+                key: key("attention.head_count"),
+                problem: "is zero".into(),
+            });
+        }
+        let n_kv_heads = file
+            .get_head_count(&key("attention.head_count_kv"))?
+            .unwrap_or(n_heads);
+        if n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
+            return Err(Error::BadValue {
+                key: key("attention.head_count_kv"),
+                problem: format!("{n_kv_heads} does not divide the {n_heads} query heads"),
+            });
+        }
+        let head_dim = match file.get_usize(&key("attention.key_length"))? {
+            Some(d) => d,
+            None if n_embd % n_heads == 0 => n_embd / n_heads,
+            None => return Err(Error::MissingKey(key("attention.key_length"))),
+        };
+        let value_dim = file
+            .get_usize(&key("attention.value_length"))?
+            .unwrap_or(head_dim);
+        let rope_dim = file
+            .get_usize(&key("rope.dimension_count"))?
+            .unwrap_or(head_dim);
+        if rope_dim % 2 != 0 || rope_dim > head_dim {
+            return Err(Error::BadValue {
+                key: key("rope.dimension_count"),
+                problem: format!(
+                    "{rope_dim} must be even and at most the head dimension {head_dim}"
+                ),
+            });
+        }
+        let vocab_size = match file.get("tokenizer.ggml.tokens").and_then(Value::as_array) {
+            Some(tokens) => Some(tokens.len()),
+            None => file.get_usize(&key("vocab_size"))?,
+        };
+        Ok(Self {
+            n_layers,
+            n_embd,
+            n_ff: file.get_usize(&key("feed_forward_length"))?,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            value_dim,
+            rope_base: file
+                .get_f64(&key("rope.freq_base"))?
+                .unwrap_or(DEFAULT_ROPE_BASE),
+            rope_dim,
+            context_length: req("context_length")?,
+            sliding_window: file.get_usize(&key("attention.sliding_window"))?,
+            rms_eps: file.get_f64(&key("attention.layer_norm_rms_epsilon"))?,
+            norm_eps: file.get_f64(&key("attention.layer_norm_epsilon"))?,
+            attn_softcap: file.get_f64(&key("attn_logit_softcapping"))?,
+            final_softcap: file.get_f64(&key("final_logit_softcapping"))?,
+            vocab_size,
+            architecture,
+        })
+    }
+}
+
+impl GgufFile {
+    /// `general.architecture`.
+    pub fn architecture(&self) -> Result<&str> {
+        self.get_str("general.architecture")?
+            .ok_or_else(|| Error::MissingKey("general.architecture".into()))
+    }
+
+    /// A non-negative integer metadata value that fits `usize`; `Ok(None)` when the key is absent.
+    pub fn get_usize(&self, key: &str) -> Result<Option<usize>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|x| usize::try_from(x).ok())
+                .map(Some)
+                .ok_or_else(|| Error::BadValue {
+                    key: key.into(),
+                    problem: format!("expected a non-negative integer, found {v:?}"),
+                }),
+        }
+    }
+
+    /// A numeric metadata value as f64; `Ok(None)` when the key is absent.
+    pub fn get_f64(&self, key: &str) -> Result<Option<f64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| Error::BadValue {
+                key: key.into(),
+                problem: format!("expected a number, found {v:?}"),
+            }),
+        }
+    }
+
+    /// A string metadata value; `Ok(None)` when the key is absent.
+    pub fn get_str(&self, key: &str) -> Result<Option<&str>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_str().map(Some).ok_or_else(|| Error::BadValue {
+                key: key.into(),
+                problem: format!("expected a string, found {}", type_name(v)),
+            }),
+        }
+    }
+
+    /// An array metadata value, in full; `Ok(None)` when the key is absent.
+    pub fn get_array(&self, key: &str) -> Result<Option<&Array>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_array().map(Some).ok_or_else(|| Error::BadValue {
+                key: key.into(),
+                problem: format!("expected an array, found {}", type_name(v)),
+            }),
+        }
+    }
+
+    /// A head count stored either as one integer or as a per-layer array whose entries are all equal.
+    fn get_head_count(&self, key: &str) -> Result<Option<usize>> {
+        match self.get(key) {
+            Some(Value::Array(a)) => {
+                let v = a.to_i64s().unwrap_or_default();
+                match v.first() {
+                    Some(&first) if first >= 0 && v.iter().all(|&x| x == first) => {
+                        Ok(Some(first as usize))
+                    }
+                    _ => Err(Error::BadValue {
+                        key: key.into(),
+                        problem:
+                            "per-layer head counts that differ between layers are not supported"
+                                .into(),
+                    }),
+                }
+            }
+            _ => self.get_usize(key),
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Bool(_) => "a bool",
+        Value::F32(_) | Value::F64(_) => "a float",
+        _ => "an integer",
+    }
+}

@@ -1,0 +1,17 @@
+//! Reading (and, for tests, writing) GGUF model files.
+//!
+//! Written for this crate because no maintained crate reads GGUF the way an exact engine needs: the available
+//! readers truncate tokenizer arrays, copy tensors instead of mapping them, or panic on K-quants. This reader maps
+//! the file, parses GGUF v2 and v3 with every metadata type, and bounds every read and allocation by the file's
+//! own length, so hostile files produce errors rather than panics.
+
+mod cursor;
+mod file;
+mod hparams;
+mod value;
+mod writer;
+
+pub use file::{GgufFile, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS};
+pub use hparams::{Hparams, DEFAULT_ROPE_BASE};
+pub use value::{type_id, Array, Value};
+pub use writer::{GgufWriter, TensorSpec};

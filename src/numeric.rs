@@ -1,0 +1,61 @@
+//! The floating-point types the engine computes in.
+//!
+//! Every numeric routine is written once, generic over [`Real`], and instantiated for `f64` (the golden
+//! precision: every operation, including RoPE angles and their sines and cosines, in f64) and `f32` (fast).
+
+use num_traits::{Float, FloatConst, FromPrimitive, ToPrimitive};
+use std::fmt::{Debug, Display};
+use std::iter::Sum;
+
+/// A real scalar the engine can compute in: `f32` or `f64`.
+pub trait Real:
+    Float
+    + FloatConst
+    + FromPrimitive
+    + ToPrimitive
+    + Sum
+    + Debug
+    + Display
+    + Default
+    + Send
+    + Sync
+    + 'static
+{
+    /// Name of the precision as the CLI and output metadata spell it (`"f32"` or `"f64"`).
+    const NAME: &'static str;
+
+    /// Widens or narrows an `f64` into this type (round to nearest).
+    fn of_f64(x: f64) -> Self;
+
+    /// Widens an `f32` into this type; exact for both precisions.
+    fn of_f32(x: f32) -> Self;
+
+    /// Converts to `f64`; exact for both precisions.
+    fn to_f64_exact(self) -> f64;
+}
+
+impl Real for f32 {
+    const NAME: &'static str = "f32";
+    fn of_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn of_f32(x: f32) -> Self {
+        x
+    }
+    fn to_f64_exact(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Real for f64 {
+    const NAME: &'static str = "f64";
+    fn of_f64(x: f64) -> Self {
+        x
+    }
+    fn of_f32(x: f32) -> Self {
+        x as f64
+    }
+    fn to_f64_exact(self) -> f64 {
+        self
+    }
+}

@@ -1,0 +1,77 @@
+//! Dequantization of ggml tensor data to f32, bit-identical to ggml (and to gguf-py's reference).
+//!
+//! A quantized weight's value *is* the f32 that ggml's arithmetic produces from its block, so this module only
+//! ever produces those f32 values; the f64 engine widens them ([`dequantize_into_f64`]) rather than recomputing
+//! the block arithmetic in f64.
+//!
+//! The kernels are scalar Rust: dequantization runs once per weight at model load, and plain loops over
+//! ggml's block layouts are what makes bit-identity with ggml easy to audit.
+
+mod kquants;
+mod legacy;
+mod types;
+
+pub use types::{GgmlType, QK_K};
+
+use crate::error::{Error, Result};
+
+/// Reads a little-endian IEEE half at `offset` as f32 (exact).
+#[inline]
+fn f16_at(bytes: &[u8], offset: usize) -> f32 {
+    half::f16::from_le_bytes([bytes[offset], bytes[offset + 1]]).to_f32()
+}
+
+/// The per-block kernel of a type, with its block geometry.
+fn block_kernel(ty: GgmlType) -> Option<fn(&[u8], &mut [f32])> {
+    use GgmlType::*;
+    Some(match ty {
+        F32 => |b, o| o[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        F16 => |b, o| o[0] = f16_at(b, 0),
+        BF16 => |b, o| o[0] = f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16),
+        Q4_0 => legacy::q4_0,
+        Q4_1 => legacy::q4_1,
+        Q5_0 => legacy::q5_0,
+        Q5_1 => legacy::q5_1,
+        Q8_0 => legacy::q8_0,
+        Q2_K => kquants::q2_k,
+        Q3_K => kquants::q3_k,
+        Q4_K => kquants::q4_k,
+        Q5_K => kquants::q5_k,
+        Q6_K => kquants::q6_k,
+        Q8_K => kquants::q8_k,
+        _ => return None,
+    })
+}
+
+/// Dequantizes `data` (raw ggml blocks of type `ty`) into `out`, whose length is the number of elements.
+///
+/// `tensor` names the tensor in error messages. Errors: the type is not supported, `out.len()` is not a whole
+/// number of blocks, or `data` does not hold exactly that many blocks.
+pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32], tensor: &str) -> Result<()> {
+    let kernel = block_kernel(ty).ok_or_else(|| Error::UnsupportedType {
+        tensor: tensor.to_string(),
+        type_name: ty.name().to_string(),
+    })?;
+    let (bs, ts) = (ty.block_size(), ty.type_size());
+    if out.len() % bs != 0 || data.len() != out.len() / bs * ts {
+        return Err(Error::Malformed(format!(
+            "tensor '{tensor}': {} bytes of {ty} cannot hold {} elements",
+            data.len(),
+            out.len()
+        )));
+    }
+    for (block, y) in data.chunks_exact(ts).zip(out.chunks_exact_mut(bs)) {
+        kernel(block, y);
+    }
+    Ok(())
+}
+
+/// Dequantizes as [`dequantize_into`] and widens every f32 value exactly to f64.
+pub fn dequantize_into_f64(ty: GgmlType, data: &[u8], out: &mut [f64], tensor: &str) -> Result<()> {
+    let mut tmp = vec![0f32; out.len()];
+    dequantize_into(ty, data, &mut tmp, tensor)?;
+    for (o, t) in out.iter_mut().zip(tmp) {
+        *o = t as f64;
+    }
+    Ok(())
+}

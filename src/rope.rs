@@ -1,0 +1,187 @@
+//! Rotary position embeddings (RoPE), once for the whole crate.
+//!
+//! A head vector of even dimension `d` is split into `d/2` two-dimensional *chunks*. Chunk `l` (0-based here,
+//! `l + 1` in the papers' 1-based notation) rotates by the angle `pos * g_l` with
+//! `g_l = base^(-2l / d_rot)`, so chunk 0 is the fastest (highest frequency) and chunk `d_rot/2 - 1` the slowest.
+//! Which two coordinates form chunk `l` depends on the [`Pairing`]; analyses index chunks by frequency through
+//! [`RopeSpec::chunk_dims`] and never by raw coordinate, so they are correct for both pairings.
+//!
+//! The rotation of a pair `(x_a, x_b)` by `θ` is `(x_a cos θ − x_b sin θ, x_a sin θ + x_b cos θ)`, the convention
+//! of both llama.cpp and HF transformers. Only the first `d_rot` coordinates rotate (partial rotary); the rest
+//! pass through unchanged.
+
+use crate::numeric::Real;
+
+/// Which coordinates of a head vector rotate together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pairing {
+    /// Dims `2l` and `2l + 1` form chunk `l` (llama.cpp "NORM"; GGUF `llama`, whose Q/K rows the converter permuted).
+    Adjacent,
+    /// Dims `l` and `l + d_rot/2` form chunk `l` (llama.cpp "NEOX"; HF `rotate_half`; qwen2/3, gemma*, phi3).
+    HalfSplit,
+}
+
+/// The complete description of one layer's rotary embedding.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RopeSpec {
+    /// Head dimension `d` (even).
+    pub head_dim: usize,
+    /// Number of leading coordinates that rotate (`d_rot <= d`, even). Equal to `head_dim` for full RoPE.
+    pub rot_dim: usize,
+    /// Frequency base (`10000`, `1e5`, `1e6`, ...).
+    pub base: f64,
+    /// Coordinate pairing.
+    pub pairing: Pairing,
+}
+
+impl RopeSpec {
+    /// Full-dimension RoPE with the given base and pairing.
+    pub fn new(head_dim: usize, base: f64, pairing: Pairing) -> Self {
+        Self {
+            head_dim,
+            rot_dim: head_dim,
+            base,
+            pairing,
+        }
+    }
+
+    /// Number of rotating chunks, `d_rot / 2`.
+    pub fn n_chunks(&self) -> usize {
+        self.rot_dim / 2
+    }
+
+    /// Angular frequency `g_l = base^(-2l/d_rot)` of chunk `l` (0 = fastest), computed in `T`.
+    ///
+    /// It is evaluated as `1 / base^(2l/d_rot)`, the form HF transformers uses for `inv_freq`.
+    pub fn frequency<T: Real>(&self, chunk: usize) -> T {
+        let exponent = T::of_f64(2.0 * chunk as f64) / T::of_f64(self.rot_dim as f64);
+        T::one() / T::of_f64(self.base).powf(exponent)
+    }
+
+    /// The two coordinates `(a, b)` of chunk `l`, rotated as `(x_a, x_b)`.
+    pub fn chunk_dims(&self, chunk: usize) -> (usize, usize) {
+        match self.pairing {
+            Pairing::Adjacent => (2 * chunk, 2 * chunk + 1),
+            Pairing::HalfSplit => (chunk, chunk + self.rot_dim / 2),
+        }
+    }
+
+    /// Rotates `x` (length `head_dim`) in place to position `pos`, with angles computed directly in `T`.
+    pub fn rotate<T: Real>(&self, x: &mut [T], pos: usize) {
+        for l in 0..self.n_chunks() {
+            let theta = T::of_f64(pos as f64) * self.frequency::<T>(l);
+            rotate_pair(x, self.chunk_dims(l), theta.cos(), theta.sin());
+        }
+    }
+}
+
+/// Rotates the pair of coordinates `dims` of `x` by the angle whose cosine and sine are given.
+#[inline]
+pub fn rotate_pair<T: Real>(x: &mut [T], dims: (usize, usize), cos: T, sin: T) {
+    let (a, b) = (x[dims.0], x[dims.1]);
+    x[dims.0] = a * cos - b * sin;
+    x[dims.1] = a * sin + b * cos;
+}
+
+/// Cosines and sines of `pos * g_l` for the positions actually run (never the model's whole context).
+#[derive(Clone, Debug)]
+pub struct RopeTable<T> {
+    spec: RopeSpec,
+    n_pos: usize,
+    /// `cos[pos * n_chunks + l]`.
+    cos: Vec<T>,
+    /// `sin[pos * n_chunks + l]`.
+    sin: Vec<T>,
+}
+
+impl<T: Real> RopeTable<T> {
+    /// Tabulates positions `0..n_pos` for `spec`, every angle computed in `T`.
+    pub fn new(spec: RopeSpec, n_pos: usize) -> Self {
+        let n_chunks = spec.n_chunks();
+        let freqs: Vec<T> = (0..n_chunks).map(|l| spec.frequency::<T>(l)).collect();
+        let mut cos = Vec::with_capacity(n_pos * n_chunks);
+        let mut sin = Vec::with_capacity(n_pos * n_chunks);
+        for pos in 0..n_pos {
+            for &g in &freqs {
+                let theta = T::of_f64(pos as f64) * g;
+                cos.push(theta.cos());
+                sin.push(theta.sin());
+            }
+        }
+        Self {
+            spec,
+            n_pos,
+            cos,
+            sin,
+        }
+    }
+
+    /// The specification the table was built for.
+    pub fn spec(&self) -> &RopeSpec {
+        &self.spec
+    }
+
+    /// Number of tabulated positions.
+    pub fn n_pos(&self) -> usize {
+        self.n_pos
+    }
+
+    /// Rotates `x` in place to position `pos` (which must be `< n_pos`).
+    pub fn rotate(&self, x: &mut [T], pos: usize) {
+        let n = self.spec.n_chunks();
+        let row = pos * n;
+        for l in 0..n {
+            rotate_pair(
+                x,
+                self.spec.chunk_dims(l),
+                self.cos[row + l],
+                self.sin[row + l],
+            );
+        }
+    }
+
+    /// Rotates `x` in place to position `pos`, leaving the chunks where `keep_rotation[l]` is false unrotated
+    /// (p-RoPE and band-masking ablations). `keep_rotation` has one entry per chunk.
+    pub fn rotate_masked(&self, x: &mut [T], pos: usize, keep_rotation: &[bool]) {
+        let n = self.spec.n_chunks();
+        let row = pos * n;
+        for (l, &keep) in keep_rotation.iter().enumerate().take(n) {
+            if keep {
+                rotate_pair(
+                    x,
+                    self.spec.chunk_dims(l),
+                    self.cos[row + l],
+                    self.sin[row + l],
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_zero_is_fastest_for_both_pairings() {
+        for pairing in [Pairing::Adjacent, Pairing::HalfSplit] {
+            let spec = RopeSpec::new(8, 10000.0, pairing);
+            let g: Vec<f64> = (0..4).map(|l| spec.frequency(l)).collect();
+            assert_eq!(g[0], 1.0);
+            assert!(g.windows(2).all(|w| w[0] > w[1]));
+        }
+    }
+
+    #[test]
+    fn table_matches_direct_rotation_and_preserves_norm() {
+        let spec = RopeSpec::new(8, 10000.0, Pairing::HalfSplit);
+        let table = RopeTable::<f64>::new(spec.clone(), 20);
+        let x0: Vec<f64> = (0..8).map(|i| (i as f64 * 0.37).sin() + 0.1).collect();
+        let (mut a, mut b) = (x0.clone(), x0.clone());
+        table.rotate(&mut a, 17);
+        spec.rotate(&mut b, 17);
+        assert_eq!(a, b);
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>();
+        assert!((norm(&a) - norm(&x0)).abs() < 1e-12);
+    }
+}
