@@ -21,8 +21,11 @@ fn f16_at(bytes: &[u8], offset: usize) -> f32 {
     half::f16::from_le_bytes([bytes[offset], bytes[offset + 1]]).to_f32()
 }
 
-/// The per-block kernel of a type, with its block geometry.
-fn block_kernel(ty: GgmlType) -> Option<fn(&[u8], &mut [f32])> {
+/// A kernel that dequantizes one block of raw bytes into its `block_size` values.
+type BlockKernel = fn(&[u8], &mut [f32]);
+
+/// The per-block kernel of a type.
+fn block_kernel(ty: GgmlType) -> Option<BlockKernel> {
     use GgmlType::*;
     Some(match ty {
         F32 => |b, o| o[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]),

@@ -11,15 +11,23 @@ pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
 /// Path of a real model in the cache `fixtures/models.sh` fills (`$ROPESCOPE_CACHE/models`, default
 /// `~/.cache/ropescope/models`). Panics with the command to run when the model is not there.
 pub fn model(file: &str) -> PathBuf {
-    let root = std::env::var_os("ROPESCOPE_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/ropescope")
-    });
+    let root = std::env::var_os("ROPESCOPE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/ropescope")
+        });
     let path = root.join("models").join(file);
-    assert!(path.is_file(), "{} is missing: run fixtures/models.sh first", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing: run fixtures/models.sh first",
+        path.display()
+    );
     path
 }
 
 /// Path of a file under the repository's `fixtures/` folder.
 pub fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
 }
