@@ -65,6 +65,11 @@ pub enum Error {
         expected: String,
     },
 
+    // ---- model input ----
+    /// Input the model cannot run on (empty prompt, unknown token id, longer than the context or memory).
+    #[error("{0}")]
+    Input(String),
+
     // ---- model metadata ----
     /// A required metadata key is absent.
     #[error("metadata key '{0}' is missing")]

@@ -4,9 +4,13 @@
 //! ([`quant`]), and implements rotary position embeddings once ([`rope`]) for the engine, the analyses and the
 //! executable checks of the theory in `theory/`.
 
+pub mod capture;
 pub mod cli;
 pub mod error;
+pub mod export;
 pub mod gguf;
+pub mod linalg;
+pub mod model;
 pub mod numeric;
 pub mod quant;
 pub mod rope;

@@ -32,6 +32,21 @@ pub trait Real:
 
     /// Converts to `f64`; exact for both precisions.
     fn to_f64_exact(self) -> f64;
+
+    /// `c ← alpha · a · b` for an `m × k` matrix `a` and a `k × n` matrix `b`, each given by a pointer and its
+    /// row and column strides (matrixmultiply's general-stride GEMM).
+    ///
+    /// # Safety
+    /// Every element addressed by the shapes and strides must be inside the pointed-to allocations, and `c`
+    /// must not overlap `a` or `b`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_raw(
+        mkn: (usize, usize, usize),
+        alpha: Self,
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+        c: (*mut Self, isize, isize),
+    );
 }
 
 impl Real for f32 {
@@ -45,6 +60,17 @@ impl Real for f32 {
     fn to_f64_exact(self) -> f64 {
         self as f64
     }
+    unsafe fn gemm_raw(
+        (m, k, n): (usize, usize, usize),
+        alpha: Self,
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+        c: (*mut Self, isize, isize),
+    ) {
+        matrixmultiply::sgemm(
+            m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
+        )
+    }
 }
 
 impl Real for f64 {
@@ -57,5 +83,16 @@ impl Real for f64 {
     }
     fn to_f64_exact(self) -> f64 {
         self
+    }
+    unsafe fn gemm_raw(
+        (m, k, n): (usize, usize, usize),
+        alpha: Self,
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+        c: (*mut Self, isize, isize),
+    ) {
+        matrixmultiply::dgemm(
+            m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
+        )
     }
 }

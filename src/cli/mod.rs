@@ -3,12 +3,18 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod args;
+mod compare;
 mod inspect;
+mod reference;
 
 /// ropescope: exact, inspectable RoPE attention on GGUF models, and executable checks of its theory.
 #[derive(Parser, Debug)]
 #[command(name = "ropescope", version, about)]
 struct Cli {
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long, global = true)]
+    threads: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -17,13 +23,39 @@ struct Cli {
 enum Command {
     /// Print a GGUF model's architecture, hyper-parameters and tensor types.
     Inspect(inspect::Args),
+    /// Run the model and write the golden reference (logits, attention, q/k) as .npy files.
+    Reference(reference::Args),
+    /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
+    Compare(compare::Args),
+}
+
+/// Tokenizes a UTF-8 text file with the model's own tokenizer.
+fn tokenize_file(
+    _file: &crate::gguf::GgufFile,
+    path: &std::path::Path,
+) -> anyhow::Result<Vec<u32>> {
+    anyhow::bail!(
+        "{}: tokenizing text is not available yet; pass --ids",
+        path.display()
+    )
 }
 
 /// Runs the CLI on the process arguments; errors are printed as one line on stderr with a non-zero exit.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+        {
+            eprintln!("error: cannot start {n} threads: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(args),
+        Command::Reference(args) => reference::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

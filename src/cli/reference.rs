@@ -1,0 +1,93 @@
+//! `ropescope reference`: the golden reference of a forward pass, as `.npy` files.
+
+use super::args::{parse_layers, parse_rows, Precision};
+use crate::export::npy::NpyElement;
+use crate::export::reference::{write_reference, ReferenceRequest};
+use crate::gguf::GgufFile;
+use crate::model::Model;
+use crate::numeric::Real;
+use anyhow::{bail, Context};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `ropescope reference`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The GGUF model file.
+    model: PathBuf,
+    /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
+    #[arg(long, conflicts_with = "text")]
+    ids: Option<String>,
+    /// A UTF-8 text file to tokenize with the model's own tokenizer (BOS added as the model specifies).
+    #[arg(long)]
+    text: Option<PathBuf>,
+    /// Layers to capture: `all` or a comma-separated list.
+    #[arg(long, default_value = "all")]
+    layers: String,
+    /// Query rows of attention and logits, `A..B` (default: every position).
+    #[arg(long)]
+    rows: Option<String>,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Output directory (created if needed).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
+    let to_u32 =
+        |v: i64| u32::try_from(v).with_context(|| format!("token id {v} is not a valid id"));
+    if spec.ends_with(".npy") || Path::new(spec).is_file() {
+        let a = crate::export::npy::Array::read(Path::new(spec))?;
+        let ints = a
+            .to_i64()
+            .with_context(|| format!("{spec}: token ids must be integers"))?;
+        return ints.into_iter().map(to_u32).collect();
+    }
+    spec.split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<i64>()
+                .with_context(|| format!("'{s}' is not a token id"))
+                .and_then(to_u32)
+        })
+        .collect()
+}
+
+fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> anyhow::Result<()> {
+    let model = Model::<T>::load(file)?;
+    let layers = parse_layers(&args.layers, model.config.n_layers)?;
+    let rows = match &args.rows {
+        Some(r) => parse_rows(r)?,
+        None => 0..ids.len(),
+    };
+    model.validate(ids)?;
+    write_reference(
+        &model,
+        &args.model,
+        ids,
+        &ReferenceRequest { layers, rows },
+        &args.out,
+    )?;
+    eprintln!(
+        "wrote {} ({} tokens, {})",
+        args.out.display(),
+        ids.len(),
+        T::NAME
+    );
+    Ok(())
+}
+
+/// Runs `reference`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let file = GgufFile::open(&args.model)?;
+    let ids = match (&args.ids, &args.text) {
+        (Some(spec), _) => read_ids(spec)?,
+        (None, Some(text)) => super::tokenize_file(&file, text)?,
+        (None, None) => bail!("give the prompt with --ids or --text"),
+    };
+    match args.precision {
+        Precision::F64 => run_in::<f64>(&args, &file, &ids),
+        Precision::F32 => run_in::<f32>(&args, &file, &ids),
+    }
+}

@@ -1,0 +1,184 @@
+//! Comparing two reference directories (`ropescope compare`): NMSE and max-abs per common array, against
+//! per-quantity tolerances.
+
+use crate::error::{Error, Result};
+use crate::export::npy::Array;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Bounds one quantity must satisfy; `None` bounds are not checked.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Tolerance {
+    /// Largest allowed normalised mean squared error `Σ(a−b)² / Σb²` (b: the second directory).
+    pub nmse: Option<f64>,
+    /// Largest allowed `max |a − b|`.
+    pub max_abs: Option<f64>,
+}
+
+/// The quantity an array file holds: its name up to `_L{layer}` or `.npy` (`attn`, `q_pre`, `logits`, ...).
+pub fn kind_of(file: &str) -> &str {
+    let stem = file.strip_suffix(".npy").unwrap_or(file);
+    match stem.rfind("_L") {
+        Some(i) if stem[i + 2..].chars().all(|c| c.is_ascii_digit()) && i + 2 < stem.len() => {
+            &stem[..i]
+        }
+        _ => stem,
+    }
+}
+
+/// Default tolerances: the f32 engine's bars against an f64 reference (logits and vectors NMSE ≤ 1e-10,
+/// attention probabilities max-abs ≤ 1e-5); token ids must be equal.
+pub fn default_tolerances() -> BTreeMap<String, Tolerance> {
+    let nmse = Tolerance {
+        nmse: Some(1e-10),
+        max_abs: None,
+    };
+    let mut t = BTreeMap::new();
+    for k in ["logits", "scores", "q_pre", "k_pre", "q", "k", "v", "out"] {
+        t.insert(k.to_string(), nmse);
+    }
+    t.insert(
+        "attn".into(),
+        Tolerance {
+            nmse: None,
+            max_abs: Some(1e-5),
+        },
+    );
+    t.insert(
+        "ids".into(),
+        Tolerance {
+            nmse: None,
+            max_abs: Some(0.0),
+        },
+    );
+    t
+}
+
+/// Result for one array present in both directories.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// File name.
+    pub file: String,
+    /// Shape (equal in both), or both shapes when they differ.
+    pub shape: String,
+    /// `Σ(a−b)² / Σb²` (0 when both are zero).
+    pub nmse: f64,
+    /// `max |a − b|`.
+    pub max_abs: f64,
+    /// `max |b|`, for scale.
+    pub max_ref: f64,
+    /// The tolerance applied.
+    pub tolerance: Option<Tolerance>,
+    /// Whether the shapes agree and every bound holds.
+    pub pass: bool,
+}
+
+/// NMSE, max-abs difference and max-abs reference value of two equally long arrays.
+pub fn errors(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
+    let (mut num, mut den, mut max_abs, mut max_ref) = (0.0, 0.0, 0.0f64, 0.0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let d = x - y;
+        num += d * d;
+        den += y * y;
+        max_abs = max_abs.max(d.abs());
+        max_ref = max_ref.max(y.abs());
+    }
+    let nmse = if den > 0.0 {
+        num / den
+    } else if num > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    (
+        nmse,
+        if max_abs.is_nan() {
+            f64::INFINITY
+        } else {
+            max_abs
+        },
+        max_ref,
+    )
+}
+
+/// Compares every `.npy` file present in both `a` and `b`. Returns the comparisons (sorted by file) and the
+/// files found in only one directory.
+pub fn compare_dirs(
+    a: &Path,
+    b: &Path,
+    tolerances: &BTreeMap<String, Tolerance>,
+) -> Result<(Vec<Comparison>, Vec<String>)> {
+    let list = |dir: &Path| -> Result<Vec<String>> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|n| n.ends_with(".npy") && !n.starts_with('.'))
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let (la, lb) = (list(a)?, list(b)?);
+    let only: Vec<String> = la
+        .iter()
+        .filter(|f| !lb.contains(f))
+        .map(|f| format!("{f} (only in {})", a.display()))
+        .chain(
+            lb.iter()
+                .filter(|f| !la.contains(f))
+                .map(|f| format!("{f} (only in {})", b.display())),
+        )
+        .collect();
+    let mut out = Vec::new();
+    for file in la.iter().filter(|f| lb.contains(f)) {
+        let (x, y) = (Array::read(&a.join(file))?, Array::read(&b.join(file))?);
+        let tolerance = tolerances.get(kind_of(file)).copied();
+        if x.shape != y.shape {
+            out.push(Comparison {
+                file: file.clone(),
+                shape: format!("{:?} vs {:?}", x.shape, y.shape),
+                nmse: f64::INFINITY,
+                max_abs: f64::INFINITY,
+                max_ref: 0.0,
+                tolerance,
+                pass: false,
+            });
+            continue;
+        }
+        let (nmse, max_abs, max_ref) = errors(&x.to_f64(), &y.to_f64());
+        let pass = tolerance.is_none_or(|t| {
+            t.nmse.is_none_or(|n| nmse <= n) && t.max_abs.is_none_or(|m| max_abs <= m)
+        });
+        out.push(Comparison {
+            file: file.clone(),
+            shape: format!("{:?}", x.shape),
+            nmse,
+            max_abs,
+            max_ref,
+            tolerance,
+            pass,
+        });
+    }
+    Ok((out, only))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_of_reference_files() {
+        assert_eq!(kind_of("attn_L5.npy"), "attn");
+        assert_eq!(kind_of("q_pre_L12.npy"), "q_pre");
+        assert_eq!(kind_of("logits.npy"), "logits");
+        assert_eq!(kind_of("k_L0.npy"), "k");
+    }
+
+    #[test]
+    fn error_measures() {
+        let (nmse, max_abs, max_ref) = errors(&[1.0, 2.0, 2.0], &[1.0, 2.0, 3.0]);
+        assert!((nmse - 1.0 / 14.0).abs() < 1e-15);
+        assert_eq!((max_abs, max_ref), (1.0, 3.0));
+        assert_eq!(errors(&[f64::NAN], &[1.0]).1, f64::INFINITY);
+    }
+}

@@ -1,0 +1,189 @@
+//! The golden-reference directory: everything a forward pass computes for chosen layers and rows, as `.npy`
+//! files another implementation can be compared against (`ropescope compare`). The format is documented in
+//! `fixtures/reference/README.md`.
+//!
+//! Per-head vectors are written in *half-split* coordinate order (dims `l` and `l + d_rot/2` form RoPE chunk
+//! `l`, fastest first), the order HF transformers uses, whatever the pairing of the model file.
+
+use crate::capture::{CollectSink, HeadRecord};
+use crate::error::{Error, Result};
+use crate::export::{npy, write_atomic};
+use crate::model::{ForwardOptions, Model};
+use crate::numeric::Real;
+use crate::rope::RopeSpec;
+use serde_json::json;
+use std::ops::Range;
+use std::path::Path;
+
+/// What to write.
+#[derive(Clone, Debug)]
+pub struct ReferenceRequest {
+    /// Layers to capture.
+    pub layers: Vec<usize>,
+    /// Query rows of attention and logits.
+    pub rows: Range<usize>,
+}
+
+/// Reorders each `d`-wide row of `v` from the model's coordinate order to half-split order.
+pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
+    let d = spec.head_dim;
+    let half = spec.rot_dim / 2;
+    let mut out = v.to_vec();
+    for (src, dst) in v.chunks(d).zip(out.chunks_mut(d)) {
+        for l in 0..half {
+            let (a, b) = spec.chunk_dims(l);
+            dst[l] = src[a];
+            dst[l + half] = src[b];
+        }
+    }
+    out
+}
+
+/// Stacks per-head arrays of equal length into `[heads, ...]` and widens them to `T`'s npy type.
+fn stack<T: Copy>(records: &[&HeadRecord<T>], pick: impl Fn(&HeadRecord<T>) -> Vec<T>) -> Vec<T> {
+    records.iter().flat_map(|r| pick(r)).collect()
+}
+
+/// Runs `model` on `ids` and writes the reference directory `out` (created if needed). Every file is written
+/// atomically; `meta.json` is written last, so a directory with `meta.json` is complete.
+pub fn write_reference<T: Real + npy::NpyElement>(
+    model: &Model<T>,
+    model_path: &Path,
+    ids: &[u32],
+    req: &ReferenceRequest,
+    out: &Path,
+) -> Result<()> {
+    let c = &model.config;
+    let t = ids.len();
+    if let Some(&bad) = req.layers.iter().find(|&&l| l >= c.n_layers) {
+        return Err(Error::Input(format!(
+            "layer {bad} does not exist (the model has {})",
+            c.n_layers
+        )));
+    }
+    if req.rows.start >= req.rows.end || req.rows.end > t {
+        return Err(Error::Input(format!(
+            "rows {}..{} are not inside the {t} positions",
+            req.rows.start, req.rows.end
+        )));
+    }
+    model.validate(ids)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let model_sha256 = sha256_file(model_path)?;
+
+    let mut sink = CollectSink::<T>::new(req.layers.clone(), req.rows.clone());
+    let opts = ForwardOptions {
+        logits_rows: req.rows.clone(),
+        rope_keep: None,
+    };
+    let fwd = model.forward(ids, &opts, &mut sink)?;
+
+    let (r, d, vd) = (req.rows.len(), c.head_dim, c.value_dim);
+    let mut shapes = serde_json::Map::new();
+    let ids64: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+    npy::write(&out.join("ids.npy"), &[t], &ids64)?;
+    shapes.insert("ids.npy".into(), json!([t]));
+    let mut put = |name: String, shape: Vec<usize>, data: &[T]| -> Result<()> {
+        npy::write(&out.join(&name), &shape, data)?;
+        shapes.insert(name, json!(shape));
+        Ok(())
+    };
+    put("logits.npy".into(), vec![r, c.vocab_size], &fwd.logits)?;
+    for &l in &req.layers {
+        let heads: Vec<&HeadRecord<T>> = (0..c.n_heads).filter_map(|h| sink.get(l, h)).collect();
+        let kv_heads: Vec<&HeadRecord<T>> = (0..c.n_kv_heads)
+            .filter_map(|g| sink.get(l, g * c.group_size()))
+            .collect();
+        let spec = &c.layers[l].rope;
+        put(
+            format!("attn_L{l}.npy"),
+            vec![c.n_heads, r, t],
+            &stack(&heads, |h| h.probs.clone()),
+        )?;
+        put(
+            format!("scores_L{l}.npy"),
+            vec![c.n_heads, r, t],
+            &stack(&heads, |h| h.logits.clone()),
+        )?;
+        put(
+            format!("q_pre_L{l}.npy"),
+            vec![c.n_heads, t, d],
+            &stack(&heads, |h| to_half_split(&h.q_pre, spec)),
+        )?;
+        put(
+            format!("q_L{l}.npy"),
+            vec![c.n_heads, t, d],
+            &stack(&heads, |h| to_half_split(&h.q, spec)),
+        )?;
+        put(
+            format!("k_pre_L{l}.npy"),
+            vec![c.n_kv_heads, t, d],
+            &stack(&kv_heads, |h| to_half_split(&h.k_pre, spec)),
+        )?;
+        put(
+            format!("k_L{l}.npy"),
+            vec![c.n_kv_heads, t, d],
+            &stack(&kv_heads, |h| to_half_split(&h.k, spec)),
+        )?;
+        put(
+            format!("v_L{l}.npy"),
+            vec![c.n_kv_heads, t, vd],
+            &stack(&kv_heads, |h| h.v.clone()),
+        )?;
+        put(
+            format!("out_L{l}.npy"),
+            vec![c.n_heads, t, vd],
+            &stack(&heads, |h| h.output.clone()),
+        )?;
+    }
+    let meta = json!({
+        "producer": format!("ropescope {}", env!("CARGO_PKG_VERSION")),
+        "model_file": model_path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "model_sha256": model_sha256,
+        "architecture": c.architecture,
+        "precision": T::NAME,
+        "rows": [req.rows.start, req.rows.end],
+        "layers": req.layers,
+        "n_tokens": t,
+        "coordinate_order": "half-split",
+        "shapes": shapes,
+    });
+    let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::Input(e.to_string()))?;
+    write_atomic(&out.join("meta.json"), |w| w.write_all(text.as_bytes()))
+}
+
+/// Lowercase hex sha256 of a file's contents.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:x}", h.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rope::Pairing;
+
+    #[test]
+    fn adjacent_pairs_are_reordered_to_half_split() {
+        let spec = RopeSpec::new(6, 10000.0, Pairing::Adjacent);
+        // adjacent layout: chunk l at (2l, 2l+1) holds (l, 10 + l)
+        let v = [0.0, 10.0, 1.0, 11.0, 2.0, 12.0];
+        assert_eq!(
+            to_half_split(&v, &spec),
+            vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0]
+        );
+        let hs = RopeSpec::new(6, 10000.0, Pairing::HalfSplit);
+        assert_eq!(to_half_split(&v, &hs), v.to_vec());
+    }
+}

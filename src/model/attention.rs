@@ -1,0 +1,169 @@
+//! Causal (optionally sliding-window) multi-head attention with grouped-query heads, computed one block of
+//! query rows at a time and handed to a [`Capture`] as it goes. This is the only attention in the crate.
+
+use super::ops::{masked_softmax, softcap};
+use crate::capture::{
+    AttentionBlock, Capture, HeadCapture, HeadInfo, HeadRows, HeadVectors, LayerPlan,
+};
+use crate::linalg::{gemm, gemm_transb};
+use crate::numeric::Real;
+use rayon::prelude::*;
+
+/// Query rows per attention block: the unit of work and of capture. Fixed, so results do not depend on the
+/// number of threads.
+pub const ROW_BLOCK: usize = 64;
+
+/// One layer's projected queries, keys and values, `[T, heads · dim]` row-major each.
+pub struct LayerQkv<'a, T> {
+    /// Queries after RoPE.
+    pub q: &'a [T],
+    /// Keys after RoPE.
+    pub k: &'a [T],
+    /// Values.
+    pub v: &'a [T],
+    /// Queries before RoPE (empty unless the plan captures vectors).
+    pub q_pre: &'a [T],
+    /// Keys before RoPE (empty unless the plan captures vectors).
+    pub k_pre: &'a [T],
+}
+
+/// Shapes shared by all heads of a layer.
+pub struct LayerShape {
+    /// Number of positions.
+    pub n_tokens: usize,
+    /// Query heads.
+    pub n_heads: usize,
+    /// Key/value heads.
+    pub n_kv_heads: usize,
+    /// Optional soft-capping of the logits.
+    pub softcap: Option<f64>,
+}
+
+/// Runs attention for every head of a layer (heads in parallel) and returns the concatenated head outputs,
+/// `[T, n_heads · value_dim]`. `template` describes head 0; the capture receives every head's info.
+pub fn attend<T: Real, C: Capture<T>>(
+    qkv: &LayerQkv<'_, T>,
+    shape: &LayerShape,
+    template: &HeadInfo,
+    plan: LayerPlan,
+    capture: &mut C,
+) -> Vec<T> {
+    let (t, d, dv) = (shape.n_tokens, template.head_dim, template.value_dim);
+    let group = shape.n_heads / shape.n_kv_heads;
+    let shared: &C = capture;
+    let results: Vec<(HeadInfo, Vec<T>, Option<C::Head>)> = (0..shape.n_heads)
+        .into_par_iter()
+        .map(|h| {
+            let info = HeadInfo {
+                head: h,
+                kv_head: h / group,
+                ..template.clone()
+            };
+            let mut head_cap = plan.any().then(|| shared.begin_head(&info));
+            let g = info.kv_head;
+            if let (true, Some(hc)) = (plan.vectors, head_cap.as_mut()) {
+                let vectors = HeadVectors {
+                    q_pre: HeadRows::new(qkv.q_pre, shape.n_heads * d, h, d),
+                    k_pre: HeadRows::new(qkv.k_pre, shape.n_kv_heads * d, g, d),
+                    q: HeadRows::new(qkv.q, shape.n_heads * d, h, d),
+                    k: HeadRows::new(qkv.k, shape.n_kv_heads * d, g, d),
+                    v: HeadRows::new(qkv.v, shape.n_kv_heads * dv, g, dv),
+                };
+                hc.vectors(&info, &vectors);
+            }
+            let out = head_attention(qkv, shape, &info, plan, head_cap.as_mut());
+            if let (true, Some(hc)) = (plan.output, head_cap.as_mut()) {
+                hc.output(&info, HeadRows::new(&out, dv, 0, dv));
+            }
+            (info, out, head_cap)
+        })
+        .collect();
+
+    let width = shape.n_heads * dv;
+    let mut out = vec![T::zero(); t * width];
+    for (info, head_out, head_cap) in results {
+        for i in 0..t {
+            out[i * width + info.head * dv..][..dv]
+                .copy_from_slice(&head_out[i * dv..(i + 1) * dv]);
+        }
+        if let Some(hc) = head_cap {
+            capture.end_head(&info, hc);
+        }
+    }
+    out
+}
+
+/// One head: for each block of query rows, logits `scale · q kᵀ` (soft-capped), masked softmax, and
+/// `probs · v`. Returns the head output `[T, value_dim]`.
+fn head_attention<T: Real, H: HeadCapture<T>>(
+    qkv: &LayerQkv<'_, T>,
+    shape: &LayerShape,
+    info: &HeadInfo,
+    plan: LayerPlan,
+    mut cap: Option<&mut H>,
+) -> Vec<T> {
+    let (t, d, dv) = (shape.n_tokens, info.head_dim, info.value_dim);
+    let (q_stride, k_stride, v_stride) = (
+        shape.n_heads * d,
+        shape.n_kv_heads * d,
+        shape.n_kv_heads * dv,
+    );
+    let (q_off, k_off, v_off) = (info.head * d, info.kv_head * d, info.kv_head * dv);
+    let scale = T::of_f64(info.scale);
+    let mut out = vec![T::zero(); t * dv];
+    let mut logits = Vec::new();
+    let mut probs = Vec::new();
+    for r0 in (0..t).step_by(ROW_BLOCK) {
+        let r1 = (r0 + ROW_BLOCK).min(t);
+        let cols = if plan.full_rows {
+            0..t
+        } else {
+            info.first_visible(r0)..r1
+        };
+        let (nr, nc) = (r1 - r0, cols.len());
+        logits.resize(nr * nc, T::zero());
+        probs.resize(nr * nc, T::zero());
+        gemm_transb(
+            &mut logits,
+            nc,
+            &qkv.q[r0 * q_stride + q_off..],
+            q_stride,
+            &qkv.k[cols.start * k_stride + k_off..],
+            k_stride,
+            (nr, nc, d),
+            scale,
+        );
+        if let Some(c) = shape.softcap {
+            softcap(&mut logits, c);
+        }
+        for (r, i) in (r0..r1).enumerate() {
+            let visible = info.first_visible(i) - cols.start..i + 1 - cols.start;
+            masked_softmax(
+                &logits[r * nc..(r + 1) * nc],
+                &mut probs[r * nc..(r + 1) * nc],
+                visible,
+            );
+        }
+        gemm(
+            &mut out[r0 * dv..r1 * dv],
+            dv,
+            &probs,
+            nc,
+            &qkv.v[cols.start * v_stride + v_off..],
+            v_stride,
+            (nr, dv, nc),
+        );
+        if let (true, Some(hc)) = (plan.attention, cap.as_deref_mut()) {
+            hc.block(
+                info,
+                &AttentionBlock {
+                    rows: r0..r1,
+                    cols,
+                    logits: &logits,
+                    probs: &probs,
+                },
+            );
+        }
+    }
+    out
+}

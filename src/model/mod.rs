@@ -1,0 +1,310 @@
+//! Decoder-only RoPE transformers from GGUF: configuration per architecture, weights, and the forward pass
+//! with full attention capture.
+//!
+//! One implementation serves both precisions (`Model<f64>` is the golden reference, `Model<f32>` the fast
+//! path) and every architecture in [`arch::SUPPORTED`].
+
+pub mod arch;
+pub mod attention;
+pub mod config;
+mod ops;
+pub mod weights;
+
+pub use config::{Activation, LayerConfig, ModelConfig};
+
+use crate::capture::{Capture, HeadInfo, LayerPlan};
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+use crate::linalg::matmul_transb;
+use crate::numeric::Real;
+use crate::rope::{RopeSpec, RopeTable};
+use attention::{attend, LayerQkv, LayerShape};
+use rayon::prelude::*;
+use std::ops::Range;
+use weights::{LayerWeights, Weights};
+
+/// A model ready to run in precision `T`.
+pub struct Model<T> {
+    /// The resolved configuration.
+    pub config: ModelConfig,
+    weights: Weights<T>,
+}
+
+/// Options of one forward pass.
+#[derive(Clone, Debug, Default)]
+pub struct ForwardOptions {
+    /// Positions whose output logits to compute (empty: none). Clipped to the sequence.
+    pub logits_rows: Range<usize>,
+    /// Per-chunk rotation switch for every layer (`false` leaves that frequency unrotated: p-RoPE and band
+    /// ablations); `None` rotates every chunk.
+    pub rope_keep: Option<Vec<bool>>,
+}
+
+/// Result of a forward pass.
+#[derive(Clone, Debug)]
+pub struct ForwardOutput<T> {
+    /// Positions the logits belong to.
+    pub rows: Range<usize>,
+    /// `[rows.len(), vocab]` output logits, row-major.
+    pub logits: Vec<T>,
+}
+
+impl<T: Real> Model<T> {
+    /// Resolves the configuration of `file` and loads (dequantizes) its weights.
+    pub fn load(file: &GgufFile) -> Result<Self> {
+        let config = arch::resolve(file)?;
+        let weights = Weights::load(file, &config)?;
+        Ok(Self { config, weights })
+    }
+
+    /// Checks a prompt before any heavy work: non-empty, every id in the vocabulary, no longer than the
+    /// context, and small enough for this machine's available memory.
+    pub fn validate(&self, ids: &[u32]) -> Result<()> {
+        let c = &self.config;
+        if ids.is_empty() {
+            return Err(Error::Input("the prompt has no tokens".into()));
+        }
+        if let Some((pos, &id)) = ids
+            .iter()
+            .enumerate()
+            .find(|(_, &id)| id as usize >= c.vocab_size)
+        {
+            return Err(Error::Input(format!(
+                "token id {id} at position {pos} is outside the vocabulary of {} tokens",
+                c.vocab_size
+            )));
+        }
+        if ids.len() > c.context_length {
+            return Err(Error::Input(format!(
+                "the prompt has {} tokens, more than the model's context of {}",
+                ids.len(),
+                c.context_length
+            )));
+        }
+        let need = self.activation_bytes(ids.len());
+        if let Some(avail) = available_memory() {
+            if need > avail {
+                return Err(Error::Input(format!(
+                    "a {}-token forward pass needs about {} MiB of working memory; {} MiB are available",
+                    ids.len(),
+                    need >> 20,
+                    avail >> 20
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Working memory of a forward pass over `n` tokens (activations of one layer plus attention blocks).
+    pub fn activation_bytes(&self, n: usize) -> u64 {
+        let c = &self.config;
+        let per_token = 3 * c.n_embd
+            + 2 * (c.n_heads * c.head_dim + c.n_kv_heads * c.head_dim) // q, k and their pre-RoPE copies
+            + c.n_kv_heads * c.value_dim
+            + 2 * c.n_heads * c.value_dim
+            + 3 * c.n_ff;
+        let blocks = c.n_heads * 2 * attention::ROW_BLOCK * n; // logits and probabilities per head block
+        ((per_token * n + blocks) * std::mem::size_of::<T>()) as u64
+    }
+
+    /// Runs the model on `ids`, handing attention to `capture`, and returns the logits of `opts.logits_rows`.
+    pub fn forward<C: Capture<T>>(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        capture: &mut C,
+    ) -> Result<ForwardOutput<T>> {
+        self.validate(ids)?;
+        let c = &self.config;
+        if let Some(keep) = &opts.rope_keep {
+            let n_chunks = c
+                .layers
+                .iter()
+                .map(|l| l.rope.n_chunks())
+                .max()
+                .unwrap_or(0);
+            if keep.len() != n_chunks {
+                return Err(Error::Input(format!(
+                    "rope mask has {} entries, the model has {n_chunks} chunks",
+                    keep.len()
+                )));
+            }
+        }
+        let t = ids.len();
+        let mut x = self.embed(ids);
+        let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
+        for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
+            if !tables.iter().any(|(s, _)| *s == lc.rope) {
+                tables.push((lc.rope.clone(), RopeTable::new(lc.rope.clone(), t)));
+            }
+            let table = &tables
+                .iter()
+                .find(|(s, _)| *s == lc.rope)
+                .expect("table was just built")
+                .1;
+            self.layer(l, lc, lw, table, opts, &mut x, capture);
+        }
+        let rows = opts.logits_rows.start.min(t)..opts.logits_rows.end.min(t);
+        Ok(ForwardOutput {
+            logits: self.logits(&x[rows.start * c.n_embd..rows.end * c.n_embd], rows.len()),
+            rows,
+        })
+    }
+
+    fn embed(&self, ids: &[u32]) -> Vec<T> {
+        let d = self.config.n_embd;
+        let scale = self.config.embed_scale.map(T::of_f64);
+        let mut x = Vec::with_capacity(ids.len() * d);
+        for &id in ids {
+            let row = &self.weights.token_embd[id as usize * d..(id as usize + 1) * d];
+            match scale {
+                Some(s) => x.extend(row.iter().map(|&v| v * s)),
+                None => x.extend_from_slice(row),
+            }
+        }
+        x
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn layer<C: Capture<T>>(
+        &self,
+        l: usize,
+        lc: &LayerConfig,
+        w: &LayerWeights<T>,
+        table: &RopeTable<T>,
+        opts: &ForwardOptions,
+        x: &mut [T],
+        capture: &mut C,
+    ) {
+        let c = &self.config;
+        let (t, d, hd, vd) = (x.len() / c.n_embd, c.n_embd, c.head_dim, c.value_dim);
+        let plan: LayerPlan = capture.plan(l);
+
+        let h = ops::rms_normed(x, &w.attn_norm, c.norm_eps);
+        let mut q = project(&h, t, d, &w.wq, w.bq.as_deref());
+        let mut k = project(&h, t, d, &w.wk, w.bk.as_deref());
+        let v = project(&h, t, d, &w.wv, w.bv.as_deref());
+        if let Some((qn, kn)) = &w.qk_norm {
+            ops::rms_norm_segments(&mut q, qn, c.norm_eps);
+            ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+        }
+        let (q_pre, k_pre) = if plan.vectors {
+            (q.clone(), k.clone())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        rotate_all(&mut q, c.n_heads * hd, hd, table, opts.rope_keep.as_deref());
+        rotate_all(
+            &mut k,
+            c.n_kv_heads * hd,
+            hd,
+            table,
+            opts.rope_keep.as_deref(),
+        );
+
+        let template = HeadInfo {
+            layer: l,
+            head: 0,
+            kv_head: 0,
+            head_dim: hd,
+            value_dim: vd,
+            n_tokens: t,
+            rope: lc.rope.clone(),
+            window: lc.window,
+            scale: c.attn_scale,
+        };
+        let shape = LayerShape {
+            n_tokens: t,
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            softcap: c.attn_softcap,
+        };
+        let qkv = LayerQkv {
+            q: &q,
+            k: &k,
+            v: &v,
+            q_pre: &q_pre,
+            k_pre: &k_pre,
+        };
+        let heads = attend(&qkv, &shape, &template, plan, capture);
+        drop((q, k, v, q_pre, k_pre));
+
+        let mut o = matmul_transb(&heads, t, c.n_heads * vd, &w.wo, d);
+        if let Some(pn) = &w.post_attn_norm {
+            ops::rms_norm_segments(&mut o, pn, c.norm_eps);
+        }
+        add_into(x, &o);
+
+        let h = ops::rms_normed(x, &w.ffn_norm, c.norm_eps);
+        let mut gate = matmul_transb(&h, t, d, &w.w_gate, c.n_ff);
+        let up = matmul_transb(&h, t, d, &w.w_up, c.n_ff);
+        ops::gated(&mut gate, &up, c.activation);
+        let mut f = matmul_transb(&gate, t, c.n_ff, &w.w_down, d);
+        if let Some(pn) = &w.post_ffn_norm {
+            ops::rms_norm_segments(&mut f, pn, c.norm_eps);
+        }
+        add_into(x, &f);
+    }
+
+    /// Final norm, output head and soft-capping for `n` rows of the residual stream.
+    fn logits(&self, x: &[T], n: usize) -> Vec<T> {
+        let c = &self.config;
+        if n == 0 {
+            return Vec::new();
+        }
+        let h = ops::rms_normed(x, &self.weights.output_norm, c.norm_eps);
+        let head = self
+            .weights
+            .output
+            .as_deref()
+            .unwrap_or(&self.weights.token_embd);
+        let mut logits = matmul_transb(&h, n, c.n_embd, head, c.vocab_size);
+        if let Some(cap) = c.final_softcap {
+            ops::softcap(&mut logits, cap);
+        }
+        logits
+    }
+}
+
+/// `x · wᵀ (+ b)` for `rows` rows.
+fn project<T: Real>(x: &[T], rows: usize, k: usize, w: &[T], bias: Option<&[T]>) -> Vec<T> {
+    let n = w.len() / k;
+    let mut y = matmul_transb(x, rows, k, w, n);
+    if let Some(b) = bias {
+        y.par_chunks_mut(n)
+            .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
+    }
+    y
+}
+
+/// Rotates every head of every position (`[T, width]`, heads of `head_dim`) to its position.
+fn rotate_all<T: Real>(
+    m: &mut [T],
+    width: usize,
+    head_dim: usize,
+    table: &RopeTable<T>,
+    keep: Option<&[bool]>,
+) {
+    m.par_chunks_mut(width).enumerate().for_each(|(pos, row)| {
+        for head in row.chunks_mut(head_dim) {
+            match keep {
+                Some(k) => table.rotate_masked(head, pos, k),
+                None => table.rotate(head, pos),
+            }
+        }
+    });
+}
+
+fn add_into<T: Real>(x: &mut [T], y: &[T]) {
+    x.par_iter_mut()
+        .zip(y.par_iter())
+        .for_each(|(a, &b)| *a = *a + b);
+}
+
+/// Bytes of memory available to this process (Linux `MemAvailable`), if known.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
