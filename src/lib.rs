@@ -14,5 +14,6 @@ pub mod model;
 pub mod numeric;
 pub mod quant;
 pub mod rope;
+pub mod synthetic;
 
 pub use error::{Error, Result};

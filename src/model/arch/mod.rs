@@ -16,25 +16,30 @@ pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3",
 ];
 
-/// Resolves the forward-pass configuration of `file`.
+/// Resolves the forward-pass configuration of `file`. An unsupported architecture is rejected before any
+/// of its hyper-parameters are read.
 pub fn resolve(file: &GgufFile) -> Result<ModelConfig> {
+    let arch = file.architecture()?;
+    let configure: fn(ModelConfig, &Hparams) -> ModelConfig = match arch {
+        "llama" | "mistral" => |c, _| llama::config(c),
+        "qwen2" => |c, _| qwen::config(c, false),
+        "qwen3" => |c, _| qwen::config(c, true),
+        "phi3" => |c, _| phi3::config(c),
+        "gemma2" => gemma::config_gemma2,
+        "gemma3" => |c, _| gemma::config_gemma3(c),
+        other => {
+            return Err(Error::BadValue {
+                key: "general.architecture".into(),
+                problem: format!(
+                    "architecture '{other}' is not supported (supported: {})",
+                    SUPPORTED.join(", ")
+                ),
+            })
+        }
+    };
     let h = Hparams::from_gguf(file)?;
     let base = base_config(&h, file)?;
-    match h.architecture.as_str() {
-        "llama" | "mistral" => Ok(llama::config(base)),
-        "qwen2" => Ok(qwen::config(base, false)),
-        "qwen3" => Ok(qwen::config(base, true)),
-        "phi3" => Ok(phi3::config(base)),
-        "gemma2" => Ok(gemma::config_gemma2(base, &h)),
-        "gemma3" => Ok(gemma::config_gemma3(base)),
-        other => Err(Error::BadValue {
-            key: "general.architecture".into(),
-            problem: format!(
-                "architecture '{other}' is not supported (supported: {})",
-                SUPPORTED.join(", ")
-            ),
-        }),
-    }
+    Ok(configure(base, &h))
 }
 
 /// The architecture-independent part: sizes, global RoPE with the file's base, half-split pairing, SiLU.

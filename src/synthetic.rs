@@ -1,0 +1,199 @@
+//! Small synthetic models written as GGUF files, for tests: random weights (seeded) in the tensor layout and
+//! metadata of any supported architecture, with any tensor replaceable by hand-built values.
+
+use crate::gguf::{Array, GgufWriter, Value};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use std::collections::BTreeMap;
+
+/// Shape and conventions of a synthetic model.
+#[derive(Clone, Debug)]
+pub struct SyntheticModel {
+    /// `general.architecture` (`llama`, `qwen2`, `qwen3`, `phi3`, `gemma2`, `gemma3`, `mistral`).
+    pub arch: String,
+    /// Layers.
+    pub n_layers: usize,
+    /// Residual width.
+    pub n_embd: usize,
+    /// Query heads.
+    pub n_heads: usize,
+    /// Key/value heads.
+    pub n_kv_heads: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Rotated dims per head (partial rotary when below `head_dim`).
+    pub rope_dim: usize,
+    /// Feed-forward width.
+    pub n_ff: usize,
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// Context length written to the metadata.
+    pub context_length: usize,
+    /// RoPE base.
+    pub rope_base: f32,
+    /// Sliding window written to the metadata.
+    pub sliding_window: Option<u32>,
+    /// Gemma 2 soft-capping (attention, final).
+    pub softcaps: Option<(f32, f32)>,
+    /// Whether the output head is tied to the embeddings (no `output.weight`).
+    pub tied: bool,
+    /// Seed of the random weights.
+    pub seed: u64,
+    /// Tensors given by hand (name → values in ggml order), replacing the random ones.
+    pub overrides: BTreeMap<String, Vec<f32>>,
+}
+
+impl SyntheticModel {
+    /// A two-layer model of architecture `arch` with small random weights.
+    pub fn new(arch: &str) -> Self {
+        Self {
+            arch: arch.to_string(),
+            n_layers: 2,
+            n_embd: 32,
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 8,
+            rope_dim: 8,
+            n_ff: 48,
+            vocab: 64,
+            context_length: 512,
+            rope_base: 10_000.0,
+            sliding_window: None,
+            softcaps: None,
+            tied: arch.starts_with("gemma"),
+            seed: 7,
+            overrides: BTreeMap::new(),
+        }
+    }
+
+    fn has_bias(&self) -> bool {
+        self.arch == "qwen2"
+    }
+    fn has_qk_norm(&self) -> bool {
+        matches!(self.arch.as_str(), "qwen3" | "gemma3")
+    }
+    fn has_post_norms(&self) -> bool {
+        self.arch.starts_with("gemma")
+    }
+    fn fused(&self) -> bool {
+        self.arch == "phi3"
+    }
+
+    /// Every tensor as (name, ggml dims, whether it is a norm weight).
+    pub fn tensor_shapes(&self) -> Vec<(String, Vec<u64>, bool)> {
+        let (d, hd, ff) = (self.n_embd as u64, self.head_dim as u64, self.n_ff as u64);
+        let (q, kv) = (self.n_heads as u64 * hd, self.n_kv_heads as u64 * hd);
+        let mut t = vec![(
+            "token_embd.weight".to_string(),
+            vec![d, self.vocab as u64],
+            false,
+        )];
+        for i in 0..self.n_layers {
+            let n = |s: &str| format!("blk.{i}.{s}");
+            t.push((n("attn_norm.weight"), vec![d], true));
+            if self.fused() {
+                t.push((n("attn_qkv.weight"), vec![d, q + 2 * kv], false));
+            } else {
+                t.push((n("attn_q.weight"), vec![d, q], false));
+                t.push((n("attn_k.weight"), vec![d, kv], false));
+                t.push((n("attn_v.weight"), vec![d, kv], false));
+            }
+            if self.has_bias() {
+                t.push((n("attn_q.bias"), vec![q], false));
+                t.push((n("attn_k.bias"), vec![kv], false));
+                t.push((n("attn_v.bias"), vec![kv], false));
+            }
+            if self.has_qk_norm() {
+                t.push((n("attn_q_norm.weight"), vec![hd], true));
+                t.push((n("attn_k_norm.weight"), vec![hd], true));
+            }
+            t.push((n("attn_output.weight"), vec![q, d], false));
+            if self.has_post_norms() {
+                t.push((n("post_attention_norm.weight"), vec![d], true));
+            }
+            t.push((n("ffn_norm.weight"), vec![d], true));
+            if self.fused() {
+                t.push((n("ffn_up.weight"), vec![d, 2 * ff], false));
+            } else {
+                t.push((n("ffn_gate.weight"), vec![d, ff], false));
+                t.push((n("ffn_up.weight"), vec![d, ff], false));
+            }
+            t.push((n("ffn_down.weight"), vec![ff, d], false));
+            if self.has_post_norms() {
+                t.push((n("post_ffw_norm.weight"), vec![d], true));
+            }
+        }
+        t.push(("output_norm.weight".to_string(), vec![d], true));
+        if !self.tied {
+            t.push((
+                "output.weight".to_string(),
+                vec![d, self.vocab as u64],
+                false,
+            ));
+        }
+        t
+    }
+
+    /// The GGUF file as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let a = &self.arch;
+        let u = |v: usize| Value::U32(v as u32);
+        let mut w = GgufWriter::new()
+            .kv("general.architecture", Value::String(a.clone()))
+            .kv(&format!("{a}.block_count"), u(self.n_layers))
+            .kv(&format!("{a}.embedding_length"), u(self.n_embd))
+            .kv(&format!("{a}.feed_forward_length"), u(self.n_ff))
+            .kv(&format!("{a}.attention.head_count"), u(self.n_heads))
+            .kv(&format!("{a}.attention.head_count_kv"), u(self.n_kv_heads))
+            .kv(&format!("{a}.attention.key_length"), u(self.head_dim))
+            .kv(&format!("{a}.attention.value_length"), u(self.head_dim))
+            .kv(&format!("{a}.rope.dimension_count"), u(self.rope_dim))
+            .kv(&format!("{a}.rope.freq_base"), Value::F32(self.rope_base))
+            .kv(&format!("{a}.context_length"), u(self.context_length))
+            .kv(
+                &format!("{a}.attention.layer_norm_rms_epsilon"),
+                Value::F32(1e-6),
+            )
+            .kv(
+                "tokenizer.ggml.tokens",
+                Value::Array(Array::String(
+                    (0..self.vocab).map(|i| format!("t{i}")).collect(),
+                )),
+            );
+        if let Some(sw) = self.sliding_window {
+            w = w.kv(&format!("{a}.attention.sliding_window"), Value::U32(sw));
+        }
+        if let Some((attn, fin)) = self.softcaps {
+            w = w
+                .kv(&format!("{a}.attn_logit_softcapping"), Value::F32(attn))
+                .kv(&format!("{a}.final_logit_softcapping"), Value::F32(fin));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        for (name, dims, is_norm) in self.tensor_shapes() {
+            let n: u64 = dims.iter().product();
+            let values = match self.overrides.get(&name) {
+                Some(v) => v.clone(),
+                None => {
+                    let scale = if is_norm {
+                        0.1
+                    } else {
+                        1.0 / (dims[0] as f32).sqrt()
+                    };
+                    (0..n)
+                        .map(|_| {
+                            let z: f32 = rng.sample(StandardNormal);
+                            if is_norm {
+                                1.0 + scale * z
+                            } else {
+                                scale * z
+                            }
+                        })
+                        .collect()
+                }
+            };
+            w = w.tensor_f32(&name, &dims, &values);
+        }
+        w.to_bytes()
+    }
+}

@@ -1,0 +1,647 @@
+//! The forward engine on synthetic models of every supported architecture, against a naive implementation
+//! written here from the architectures' published conventions (plain loops in f64, no shared code with the
+//! engine beyond the GGUF reader).
+//!
+//! Tolerances: the engine in f64 and the naive forward differ only in summation order, so logits agree to
+//! `1e-12 · max|logit|` and attention probabilities to `1e-13`; the f32 engine meets the project's f32 bar
+//! (logits NMSE ≤ 1e-10 against f64).
+
+use ropescope::capture::{
+    AttentionBlock, Capture, CollectSink, HeadCapture, HeadInfo, HeadVectors, LayerPlan,
+};
+use ropescope::gguf::GgufFile;
+use ropescope::model::{ForwardOptions, Model};
+use ropescope::synthetic::SyntheticModel;
+
+const F64_LOGITS_REL: f64 = 1e-12;
+const F64_PROBS_ABS: f64 = 1e-13;
+const F32_LOGITS_NMSE: f64 = 1e-10;
+
+const ARCHS: [&str; 7] = [
+    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3",
+];
+
+/// A synthetic model for `arch` exercising its special features: a sliding window shorter than the prompt,
+/// six layers for gemma3 (so layer 5 is global), soft-capping for gemma2, partial rotary for phi3.
+fn synth(arch: &str) -> SyntheticModel {
+    let mut m = SyntheticModel::new(arch);
+    m.sliding_window = Some(5);
+    if arch == "gemma3" {
+        m.n_layers = 6;
+    }
+    if arch == "gemma2" {
+        m.softcaps = Some((5.0, 3.0));
+    }
+    if arch == "phi3" {
+        m.rope_dim = 4;
+    }
+    m
+}
+
+fn ids() -> Vec<u32> {
+    vec![3, 17, 5, 60, 2, 9, 9, 33, 41, 0, 12, 7]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The naive forward pass.
+
+struct Naive {
+    arch: String,
+    f: GgufFile,
+    n_layers: usize,
+    d: usize,
+    h: usize,
+    hkv: usize,
+    hd: usize,
+    rot: usize,
+    ff: usize,
+    vocab: usize,
+    base: f64,
+    window: Option<usize>,
+    softcaps: Option<(f64, f64)>,
+}
+
+impl Naive {
+    fn new(bytes: Vec<u8>, m: &SyntheticModel) -> Self {
+        Naive {
+            arch: m.arch.clone(),
+            f: GgufFile::from_bytes(bytes).unwrap(),
+            n_layers: m.n_layers,
+            d: m.n_embd,
+            h: m.n_heads,
+            hkv: m.n_kv_heads,
+            hd: m.head_dim,
+            rot: m.rope_dim,
+            ff: m.n_ff,
+            vocab: m.vocab,
+            base: m.rope_base as f64,
+            window: m.sliding_window.map(|w| w as usize),
+            softcaps: m.softcaps.map(|(a, b)| (a as f64, b as f64)),
+        }
+    }
+
+    fn t(&self, name: &str) -> Vec<f64> {
+        self.f
+            .dequantize_f32(name)
+            .unwrap()
+            .into_iter()
+            .map(|v| v as f64)
+            .collect()
+    }
+    fn has(&self, name: &str) -> bool {
+        self.f.tensor(name).is_ok()
+    }
+    fn gemma(&self) -> bool {
+        self.arch.starts_with("gemma")
+    }
+
+    /// `W x` for a GGUF matrix stored as `[in, out]` (row `o` of W is `w[o*in..(o+1)*in]`).
+    fn matvec(w: &[f64], x: &[f64]) -> Vec<f64> {
+        w.chunks(x.len())
+            .map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum())
+            .collect()
+    }
+
+    fn rms(x: &[f64], w: &[f64]) -> Vec<f64> {
+        let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+        let inv = 1.0 / (ms + 1e-6f32 as f64).sqrt();
+        x.iter().zip(w).map(|(v, g)| v * inv * g).collect()
+    }
+
+    /// Layer-specific (base, window) by the architecture's rules.
+    fn layer_geometry(&self, l: usize) -> (f64, Option<usize>) {
+        match self.arch.as_str() {
+            "gemma3" if (l + 1) % 6 != 0 => (10_000.0, self.window),
+            "gemma3" => (self.base, None),
+            "gemma2" if l % 2 == 1 => (self.base, None),
+            _ => (self.base, self.window),
+        }
+    }
+
+    fn rope(&self, x: &mut [f64], pos: usize, base: f64) {
+        let half = self.rot / 2;
+        for i in 0..half {
+            let theta = pos as f64 / base.powf(2.0 * i as f64 / self.rot as f64);
+            let (a, b) = if self.arch == "llama" || self.arch == "mistral" {
+                (2 * i, 2 * i + 1)
+            } else {
+                (i, i + half)
+            };
+            let (xa, xb) = (x[a], x[b]);
+            x[a] = xa * theta.cos() - xb * theta.sin();
+            x[b] = xa * theta.sin() + xb * theta.cos();
+        }
+    }
+
+    /// Logits `[T][V]` and attention probabilities `[layer][head][i][j]`.
+    fn forward(&self, ids: &[u32]) -> (Vec<Vec<f64>>, Vec<Vec<Vec<Vec<f64>>>>) {
+        let (d, hd, t) = (self.d, self.hd, ids.len());
+        let emb = self.t("token_embd.weight");
+        let scale_emb = if self.gemma() { (d as f64).sqrt() } else { 1.0 };
+        let mut x: Vec<Vec<f64>> = ids
+            .iter()
+            .map(|&i| {
+                emb[i as usize * d..][..d]
+                    .iter()
+                    .map(|v| v * scale_emb)
+                    .collect()
+            })
+            .collect();
+        let mut all_probs = Vec::new();
+        for l in 0..self.n_layers {
+            let n = |s: &str| format!("blk.{l}.{s}");
+            let (base, window) = self.layer_geometry(l);
+            let hx: Vec<Vec<f64>> = x
+                .iter()
+                .map(|r| Self::rms(r, &self.t(&n("attn_norm.weight"))))
+                .collect();
+            let (wq, wk, wv) = if self.has(&n("attn_qkv.weight")) {
+                let f = self.t(&n("attn_qkv.weight"));
+                let (q, k) = (self.h * hd * d, self.hkv * hd * d);
+                (f[..q].to_vec(), f[q..q + k].to_vec(), f[q + k..].to_vec())
+            } else {
+                (
+                    self.t(&n("attn_q.weight")),
+                    self.t(&n("attn_k.weight")),
+                    self.t(&n("attn_v.weight")),
+                )
+            };
+            let bias = |s: &str, v: Vec<f64>| -> Vec<f64> {
+                if self.has(&n(s)) {
+                    v.iter().zip(self.t(&n(s))).map(|(a, b)| a + b).collect()
+                } else {
+                    v
+                }
+            };
+            let mut q: Vec<Vec<f64>> = hx
+                .iter()
+                .map(|r| bias("attn_q.bias", Self::matvec(&wq, r)))
+                .collect();
+            let mut k: Vec<Vec<f64>> = hx
+                .iter()
+                .map(|r| bias("attn_k.bias", Self::matvec(&wk, r)))
+                .collect();
+            let v: Vec<Vec<f64>> = hx
+                .iter()
+                .map(|r| bias("attn_v.bias", Self::matvec(&wv, r)))
+                .collect();
+            for (pos, (qr, kr)) in q.iter_mut().zip(k.iter_mut()).enumerate() {
+                for (m, norm) in [(qr, "attn_q_norm.weight"), (kr, "attn_k_norm.weight")] {
+                    for head in m.chunks_mut(hd) {
+                        if self.has(&n(norm)) {
+                            let normed = Self::rms(head, &self.t(&n(norm)));
+                            head.copy_from_slice(&normed);
+                        }
+                        self.rope(head, pos, base);
+                    }
+                }
+            }
+            let scale = if self.arch == "gemma3" {
+                1.0 / 16.0
+            } else {
+                1.0 / (hd as f64).sqrt()
+            };
+            let mut heads_out = vec![vec![0.0; self.h * hd]; t];
+            let mut layer_probs = Vec::new();
+            for head in 0..self.h {
+                let g = head / (self.h / self.hkv);
+                let mut probs = vec![vec![0.0; t]; t];
+                for i in 0..t {
+                    let lo = window.map_or(0, |w| (i + 1).saturating_sub(w));
+                    let mut a: Vec<f64> = (lo..=i)
+                        .map(|j| {
+                            let dot: f64 = (0..hd)
+                                .map(|c| q[i][head * hd + c] * k[j][g * hd + c])
+                                .sum::<f64>()
+                                * scale;
+                            match self.softcaps {
+                                Some((cap, _)) => cap * (dot / cap).tanh(),
+                                None => dot,
+                            }
+                        })
+                        .collect();
+                    let max = a.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    a.iter_mut().for_each(|v| *v = (*v - max).exp());
+                    let s: f64 = a.iter().sum();
+                    for (j, p) in (lo..=i).zip(&a) {
+                        probs[i][j] = p / s;
+                        for c in 0..hd {
+                            heads_out[i][head * hd + c] += p / s * v[j][g * hd + c];
+                        }
+                    }
+                }
+                layer_probs.push(probs);
+            }
+            all_probs.push(layer_probs);
+            let wo = self.t(&n("attn_output.weight"));
+            for i in 0..t {
+                let mut o = Self::matvec(&wo, &heads_out[i]);
+                if self.gemma() {
+                    o = Self::rms(&o, &self.t(&n("post_attention_norm.weight")));
+                }
+                x[i].iter_mut().zip(&o).for_each(|(a, b)| *a += b);
+                let hn = Self::rms(&x[i], &self.t(&n("ffn_norm.weight")));
+                let (gate, up) = if self.has(&n("ffn_gate.weight")) {
+                    (
+                        Self::matvec(&self.t(&n("ffn_gate.weight")), &hn),
+                        Self::matvec(&self.t(&n("ffn_up.weight")), &hn),
+                    )
+                } else {
+                    let both = Self::matvec(&self.t(&n("ffn_up.weight")), &hn);
+                    (both[..self.ff].to_vec(), both[self.ff..].to_vec())
+                };
+                let act: Vec<f64> = gate
+                    .iter()
+                    .zip(&up)
+                    .map(|(&g, &u)| {
+                        let a = if self.gemma() {
+                            0.5 * g
+                                * (1.0
+                                    + ((2.0 / std::f64::consts::PI).sqrt()
+                                        * (g + 0.044715 * g.powi(3)))
+                                    .tanh())
+                        } else {
+                            g / (1.0 + (-g).exp())
+                        };
+                        a * u
+                    })
+                    .collect();
+                let mut f = Self::matvec(&self.t(&n("ffn_down.weight")), &act);
+                if self.gemma() {
+                    f = Self::rms(&f, &self.t(&n("post_ffw_norm.weight")));
+                }
+                x[i].iter_mut().zip(&f).for_each(|(a, b)| *a += b);
+            }
+        }
+        let out_w = if self.has("output.weight") {
+            self.t("output.weight")
+        } else {
+            emb
+        };
+        let norm = self.t("output_norm.weight");
+        let logits = x
+            .iter()
+            .map(|r| {
+                let l = Self::matvec(&out_w, &Self::rms(r, &norm));
+                match self.softcaps {
+                    Some((_, cap)) => l.iter().map(|v| cap * (v / cap).tanh()).collect(),
+                    None => l,
+                }
+            })
+            .collect::<Vec<Vec<f64>>>();
+        assert_eq!(logits[0].len(), self.vocab);
+        (logits, all_probs)
+    }
+}
+
+fn run<T: ropescope::numeric::Real>(
+    bytes: &[u8],
+    ids: &[u32],
+    layers: Vec<usize>,
+) -> (Vec<T>, CollectSink<T>) {
+    let file = GgufFile::from_bytes(bytes.to_vec()).unwrap();
+    let model = Model::<T>::load(&file).unwrap();
+    let mut sink = CollectSink::new(layers, 0..ids.len());
+    let out = model
+        .forward(
+            ids,
+            &ForwardOptions {
+                logits_rows: 0..ids.len(),
+                rope_keep: None,
+            },
+            &mut sink,
+        )
+        .unwrap();
+    (out.logits, sink)
+}
+
+#[test]
+fn every_architecture_matches_the_naive_forward() {
+    for arch in ARCHS {
+        let m = synth(arch);
+        let bytes = m.to_bytes();
+        let (want_logits, want_probs) = Naive::new(bytes.clone(), &m).forward(&ids());
+        let (logits, sink) = run::<f64>(&bytes, &ids(), (0..m.n_layers).collect());
+        let v = m.vocab;
+        let max_logit = want_logits
+            .iter()
+            .flatten()
+            .fold(0.0f64, |a, b| a.max(b.abs()));
+        for (i, row) in want_logits.iter().enumerate() {
+            for (j, w) in row.iter().enumerate() {
+                let got = logits[i * v + j];
+                assert!(
+                    (got - w).abs() <= F64_LOGITS_REL * max_logit,
+                    "{arch}: logit [{i},{j}] {got} vs {w}"
+                );
+            }
+        }
+        for (l, heads) in want_probs.iter().enumerate() {
+            for (h, rows) in heads.iter().enumerate() {
+                let rec = sink.get(l, h).unwrap();
+                let t = ids().len();
+                for (i, row) in rows.iter().enumerate() {
+                    for (j, w) in row.iter().enumerate() {
+                        let got = rec.probs[i * t + j];
+                        assert!(
+                            (got - w).abs() <= F64_PROBS_ABS,
+                            "{arch} L{l} H{h} p[{i},{j}] {got} vs {w}"
+                        );
+                        if *w == 0.0 {
+                            assert_eq!(got, 0.0, "{arch}: masked entries are exactly zero");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_engine_meets_the_f32_bar_against_f64() {
+    for arch in ARCHS {
+        let bytes = synth(arch).to_bytes();
+        let (l64, _) = run::<f64>(&bytes, &ids(), vec![]);
+        let (l32, _) = run::<f32>(&bytes, &ids(), vec![]);
+        let num: f64 = l32
+            .iter()
+            .zip(&l64)
+            .map(|(a, b)| (*a as f64 - b).powi(2))
+            .sum();
+        let den: f64 = l64.iter().map(|b| b * b).sum();
+        assert!(num / den <= F32_LOGITS_NMSE, "{arch}: NMSE {}", num / den);
+    }
+}
+
+/// The converter's permutation of llama Q/K rows: GGUF row `2i + s` of a head is HF row `s·d/2 + i`.
+fn permute_rows(w: &[f32], n_heads: usize, head_dim: usize, width: usize) -> Vec<f32> {
+    let mut out = vec![0.0; w.len()];
+    for h in 0..n_heads {
+        for i in 0..head_dim / 2 {
+            for s in 0..2 {
+                let (dst, src) = (
+                    h * head_dim + 2 * i + s,
+                    h * head_dim + s * head_dim / 2 + i,
+                );
+                out[dst * width..(dst + 1) * width]
+                    .copy_from_slice(&w[src * width..(src + 1) * width]);
+            }
+        }
+    }
+    out
+}
+
+/// A `llama` file whose Q/K rows are permuted as llama.cpp's converter does computes exactly what a half-split
+/// model (`qwen2` with zero biases) computes with the unpermuted rows: the two pairings are one RoPE.
+#[test]
+fn adjacent_pairing_of_permuted_weights_equals_half_split() {
+    let mut hs = SyntheticModel::new("qwen2");
+    hs.seed = 11;
+    let base_bytes = hs.to_bytes();
+    let base = GgufFile::from_bytes(base_bytes).unwrap();
+    let (d, hd) = (hs.n_embd, hs.head_dim);
+    let mut adj = SyntheticModel::new("llama");
+    adj.tied = hs.tied;
+    for (name, _, _) in hs.tensor_shapes() {
+        let mut v = base.dequantize_f32(&name).unwrap();
+        if name.ends_with(".bias") {
+            v.iter_mut().for_each(|b| *b = 0.0);
+            hs.overrides.insert(name, v);
+            continue;
+        }
+        hs.overrides.insert(name.clone(), v.clone());
+        if name.ends_with("attn_q.weight") {
+            v = permute_rows(&v, hs.n_heads, hd, d);
+        } else if name.ends_with("attn_k.weight") {
+            v = permute_rows(&v, hs.n_kv_heads, hd, d);
+        }
+        adj.overrides.insert(name, v);
+    }
+    let (a, _) = run::<f64>(&adj.to_bytes(), &ids(), vec![]);
+    let (b, _) = run::<f64>(&hs.to_bytes(), &ids(), vec![]);
+    let max = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-12 * max));
+    // and without the permutation the two differ: the pairing matters.
+    let mut wrong = adj.clone();
+    for (name, _, _) in hs
+        .tensor_shapes()
+        .into_iter()
+        .filter(|(n, _, _)| n.ends_with("attn_q.weight"))
+    {
+        wrong
+            .overrides
+            .insert(name.clone(), hs.overrides[&name].clone());
+    }
+    let (c, _) = run::<f64>(&wrong.to_bytes(), &ids(), vec![]);
+    assert!(c.iter().zip(&b).any(|(x, y)| (x - y).abs() > 1e-6 * max));
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    for arch in ["llama", "gemma3"] {
+        let bytes = synth(arch).to_bytes();
+        let pool = |n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+        };
+        let (l1, s1) = pool(1).install(|| run::<f32>(&bytes, &ids(), vec![0, 1]));
+        for n in [2, 3] {
+            let (ln, sn) = pool(n).install(|| run::<f32>(&bytes, &ids(), vec![0, 1]));
+            assert!(
+                l1.iter().zip(&ln).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{arch}: logits differ at {n} threads"
+            );
+            for (a, b) in s1.records.iter().zip(&sn.records) {
+                assert!(a
+                    .probs
+                    .iter()
+                    .zip(&b.probs)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()));
+                assert!(a
+                    .q
+                    .iter()
+                    .zip(&b.q)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()));
+            }
+        }
+    }
+}
+
+/// Records blocks as the engine streams them (compact columns) and checks each against the head's vectors.
+struct Checker;
+struct CheckHead {
+    q_pre: Vec<Vec<f64>>,
+    q: Vec<Vec<f64>>,
+    k: Vec<Vec<f64>>,
+    v: Vec<Vec<f64>>,
+    blocks: usize,
+}
+
+impl HeadCapture<f64> for CheckHead {
+    fn vectors(&mut self, info: &HeadInfo, v: &HeadVectors<'_, f64>) {
+        let rows = |r: &ropescope::capture::HeadRows<'_, f64>| {
+            (0..r.len()).map(|i| r.row(i).to_vec()).collect::<Vec<_>>()
+        };
+        self.q_pre = rows(&v.q_pre);
+        self.q = rows(&v.q);
+        self.k = rows(&v.k);
+        self.v = rows(&v.v);
+        for (i, (pre, post)) in self.q_pre.iter().zip(&self.q).enumerate() {
+            let mut r = pre.clone();
+            info.rope.rotate(&mut r, i);
+            assert!(
+                r.iter().zip(post).all(|(a, b)| (a - b).abs() < 1e-12),
+                "post-RoPE q is RoPE(pre-RoPE q)"
+            );
+        }
+    }
+    fn block(&mut self, info: &HeadInfo, b: &AttentionBlock<'_, f64>) {
+        self.blocks += 1;
+        assert!(
+            b.cols.end <= b.rows.end,
+            "streamed blocks cover only columns some row can see"
+        );
+        for i in b.rows.clone() {
+            let (lr, pr) = (b.logits_row(i), b.probs_row(i));
+            let lo = info.first_visible(i);
+            let mut sum = 0.0;
+            for (c, j) in b.cols.clone().enumerate() {
+                let dot: f64 = self.q[i]
+                    .iter()
+                    .zip(&self.k[j])
+                    .map(|(a, b)| a * b)
+                    .sum::<f64>()
+                    * info.scale;
+                assert!(
+                    (lr[c] - dot).abs() < 1e-12,
+                    "logit = scale · q·k, also for masked keys"
+                );
+                if j < lo || j > i {
+                    assert_eq!(pr[c], 0.0);
+                }
+                sum += pr[c];
+            }
+            assert!((sum - 1.0).abs() < 1e-12);
+        }
+    }
+    fn output(&mut self, info: &HeadInfo, out: ropescope::capture::HeadRows<'_, f64>) {
+        assert_eq!(out.len(), info.n_tokens);
+        assert!(self.blocks > 0);
+    }
+}
+
+impl Capture<f64> for Checker {
+    type Head = CheckHead;
+    fn plan(&self, _layer: usize) -> LayerPlan {
+        LayerPlan {
+            vectors: true,
+            attention: true,
+            full_rows: false,
+            output: true,
+        }
+    }
+    fn begin_head(&self, _info: &HeadInfo) -> CheckHead {
+        CheckHead {
+            q_pre: vec![],
+            q: vec![],
+            k: vec![],
+            v: vec![],
+            blocks: 0,
+        }
+    }
+    fn end_head(&mut self, info: &HeadInfo, head: CheckHead) {
+        assert_eq!(head.v.len(), info.n_tokens);
+    }
+}
+
+#[test]
+fn streamed_capture_is_consistent_with_the_head_vectors() {
+    let long: Vec<u32> = (0..150).map(|i| (i * 7 % 64) as u32).collect();
+    for arch in ["llama", "qwen2", "gemma3"] {
+        let file = GgufFile::from_bytes(synth(arch).to_bytes()).unwrap();
+        let model = Model::<f64>::load(&file).unwrap();
+        model
+            .forward(&long, &ForwardOptions::default(), &mut Checker)
+            .unwrap();
+    }
+}
+
+#[test]
+fn bad_input_is_rejected_before_any_work() {
+    let m = synth("llama");
+    let file = GgufFile::from_bytes(m.to_bytes()).unwrap();
+    let model = Model::<f32>::load(&file).unwrap();
+    let err = |ids: &[u32]| model.validate(ids).unwrap_err().to_string();
+    assert!(err(&[]).contains("no tokens"));
+    assert!(err(&[1, 64]).contains("token id 64 at position 1"));
+    let long = vec![1u32; m.context_length + 1];
+    assert!(err(&long).contains("more than the model's context of 512"));
+    let mut cap = ropescope::capture::NoCapture;
+    let opts = ForwardOptions {
+        logits_rows: 0..1,
+        rope_keep: Some(vec![true; 3]),
+    };
+    assert!(model
+        .forward(&[1, 2], &opts, &mut cap)
+        .unwrap_err()
+        .to_string()
+        .contains("rope mask"));
+}
+
+/// Rewrites a GGUF file with metadata key `key` replaced (`Some`) or removed (`None`).
+fn with_key(bytes: Vec<u8>, key: &str, value: Option<ropescope::gguf::Value>) -> Vec<u8> {
+    let file = GgufFile::from_bytes(bytes).unwrap();
+    let mut w = ropescope::gguf::GgufWriter::new();
+    for (k, v) in file.metadata() {
+        match (k == key, &value) {
+            (false, _) => w = w.kv(k, v.clone()),
+            (true, Some(new)) => w = w.kv(k, new.clone()),
+            (true, None) => {}
+        }
+    }
+    for t in file.tensors() {
+        w = w.tensor_raw(&t.name, &t.dims, t.ty, file.tensor_bytes(t).to_vec());
+    }
+    w.to_bytes()
+}
+
+fn load_error(bytes: Vec<u8>) -> String {
+    Model::<f32>::load(&GgufFile::from_bytes(bytes).unwrap())
+        .err()
+        .expect("the model must be rejected")
+        .to_string()
+}
+
+#[test]
+fn unsupported_or_incomplete_models_are_clear_errors() {
+    use ropescope::gguf::Value;
+    let bytes = synth("llama").to_bytes();
+    let e = load_error(with_key(
+        bytes.clone(),
+        "general.architecture",
+        Some(Value::String("rwkv6".into())),
+    ));
+    assert!(e.contains("'rwkv6' is not supported"), "{e}");
+    let e = load_error(with_key(bytes.clone(), "llama.block_count", None));
+    assert!(
+        e.contains("llama.block_count") && e.contains("missing"),
+        "{e}"
+    );
+    let e = load_error(with_key(
+        bytes.clone(),
+        "llama.attention.head_count",
+        Some(Value::U32(8)),
+    ));
+    assert!(
+        e.contains("blk.0.attn_q.weight") && e.contains("shape"),
+        "{e}"
+    );
+    let e = load_error(with_key(
+        bytes,
+        "llama.attention.head_count_kv",
+        Some(Value::U32(3)),
+    ));
+    assert!(e.contains("does not divide"), "{e}");
+}
