@@ -10,5 +10,6 @@ pub mod gguf;
 pub mod numeric;
 pub mod quant;
 pub mod rope;
+pub mod train;
 
 pub use error::{Error, Result};
