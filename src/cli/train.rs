@@ -77,8 +77,10 @@ fn progress_bar(steps: usize, name: &str) -> ProgressBar {
 }
 
 fn run_sdh(args: &Args) -> anyhow::Result<()> {
-    let mut config = SdhConfig::default();
-    config.seed = args.seed;
+    let mut config = SdhConfig {
+        seed: args.seed,
+        ..SdhConfig::default()
+    };
     if let Some(steps) = steps_arg(args)? {
         config.steps = steps;
     }
@@ -142,8 +144,10 @@ fn run_canonical(args: &Args, task: Task) -> anyhow::Result<()> {
         args.embeddings == Embeddings::Cone,
         "--embeddings applies to `sdh` only"
     );
-    let mut config = CanonicalConfig::for_task(task);
-    config.seed = args.seed;
+    let mut config = CanonicalConfig {
+        seed: args.seed,
+        ..CanonicalConfig::for_task(task)
+    };
     if let Some(steps) = steps_arg(args)? {
         config.steps = steps;
     }
