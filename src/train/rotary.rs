@@ -34,11 +34,6 @@ impl GatedRope {
         self.table.spec()
     }
 
-    /// The gate.
-    pub fn gate(&self) -> &ChunkGate {
-        &self.gate
-    }
-
     /// Returns `G R_pos x`.
     pub fn apply(&self, x: &[f64], pos: usize) -> Vec<f64> {
         let mut y = x.to_vec();
