@@ -15,5 +15,6 @@ pub mod numeric;
 pub mod quant;
 pub mod rope;
 pub mod synthetic;
+pub mod train;
 
 pub use error::{Error, Result};

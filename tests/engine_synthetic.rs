@@ -45,6 +45,9 @@ fn ids() -> Vec<u32> {
 // ---------------------------------------------------------------------------------------------------------
 // The naive forward pass.
 
+/// Attention probabilities `[layer][head][i][j]`.
+type Probs = Vec<Vec<Vec<Vec<f64>>>>;
+
 struct Naive {
     arch: String,
     f: GgufFile,
@@ -134,7 +137,7 @@ impl Naive {
     }
 
     /// Logits `[T][V]` and attention probabilities `[layer][head][i][j]`.
-    fn forward(&self, ids: &[u32]) -> (Vec<Vec<f64>>, Vec<Vec<Vec<Vec<f64>>>>) {
+    fn forward(&self, ids: &[u32]) -> (Vec<Vec<f64>>, Probs) {
         let (d, hd, t) = (self.d, self.hd, ids.len());
         let emb = self.t("token_embd.weight");
         let scale_emb = if self.gemma() { (d as f64).sqrt() } else { 1.0 };

@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod inspect;
 mod reference;
+mod train;
 
 /// ropescope: exact, inspectable RoPE attention on GGUF models, and executable checks of its theory.
 #[derive(Parser, Debug)]
@@ -27,6 +28,8 @@ enum Command {
     Reference(reference::Args),
     /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
     Compare(compare::Args),
+    /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
+    Train(train::Args),
 }
 
 /// Tokenizes a UTF-8 text file with the model's own tokenizer.
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Reference(args) => reference::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Train(args) => train::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -74,11 +74,15 @@ pub struct Comparison {
     pub pass: bool,
 }
 
-/// NMSE, max-abs difference and max-abs reference value of two equally long arrays.
+/// NMSE, max-abs difference and max-abs reference value of two equally long arrays. Any NaN or infinite
+/// difference makes both error measures infinite, so it can never pass a tolerance.
 pub fn errors(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
     let (mut num, mut den, mut max_abs, mut max_ref) = (0.0, 0.0, 0.0f64, 0.0f64);
     for (&x, &y) in a.iter().zip(b) {
         let d = x - y;
+        if !d.is_finite() && x != y {
+            return (f64::INFINITY, f64::INFINITY, max_ref.max(y.abs()));
+        }
         num += d * d;
         den += y * y;
         max_abs = max_abs.max(d.abs());
@@ -91,15 +95,7 @@ pub fn errors(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
     } else {
         0.0
     };
-    (
-        nmse,
-        if max_abs.is_nan() {
-            f64::INFINITY
-        } else {
-            max_abs
-        },
-        max_ref,
-    )
+    (nmse, max_abs, max_ref)
 }
 
 /// Compares every `.npy` file present in both `a` and `b`. Returns the comparisons (sorted by file) and the
@@ -180,5 +176,6 @@ mod tests {
         assert!((nmse - 1.0 / 14.0).abs() < 1e-15);
         assert_eq!((max_abs, max_ref), (1.0, 3.0));
         assert_eq!(errors(&[f64::NAN], &[1.0]).1, f64::INFINITY);
+        assert_eq!(errors(&[1.0, f64::INFINITY], &[1.0, 2.0]).0, f64::INFINITY);
     }
 }

@@ -1,0 +1,313 @@
+//! The canonical tasks under frequency gating (Decoupling Positional and Symbolic Attention): train the
+//! one-layer attention-only model of [`model`] on a task of [`tasks`] with the head restricted to chosen RoPE
+//! chunks, and measure accuracy (overall and per answer position) and the head's positional/symbolic scores.
+//! Every open choice is a field of [`CanonicalConfig`]; see `theory/train-reconstructed.md`.
+
+pub mod model;
+pub mod tasks;
+
+use super::gate::ChunkGate;
+use super::metrics::{positional_symbolic_scores, PosSymScores};
+use super::optim::{train, Objective, Optimizer};
+use super::rotary::GatedRope;
+use super::softmax::argmax;
+use super::{rng_for, ConfigError, Stream};
+use crate::rope::{Pairing, RopeSpec};
+use model::{GatedHead, TaskLoss};
+use rand_distr::{Distribution, Normal};
+use serde::Serialize;
+use tasks::{Example, Task, TaskSizes};
+
+/// Default number of blocks `m` of the positional/symbolic scores (DEFINITIONS.md leaves `m` open).
+pub const DEFAULT_SCORE_BLOCKS: usize = 4;
+/// Default temperature `τ` of the swap weights of the positional/symbolic scores (left open by the paper).
+pub const DEFAULT_SCORE_TAU: f64 = 0.05;
+
+/// Every choice of a canonical-task run, with the documented defaults of `theory/train-reconstructed.md`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CanonicalConfig {
+    /// The task.
+    pub task: Task,
+    /// Seed of every random draw (data, initialisation).
+    pub seed: u64,
+    /// Input sizes.
+    pub sizes: TaskSizes,
+    /// Query/key dimension (`head_dim / 2` RoPE chunks).
+    pub head_dim: usize,
+    /// RoPE base.
+    pub rope_base: f64,
+    /// RoPE chunks the head may use.
+    pub gate: ChunkGate,
+    /// Standard deviation of the Gaussian initialisation.
+    pub init_scale: f64,
+    /// Update rule (full-batch).
+    pub optimizer: Optimizer,
+    /// Number of full-batch steps.
+    pub steps: usize,
+    /// Record the learning curve every this many steps.
+    pub record_every: usize,
+    /// Number of training examples (one full batch).
+    pub n_train: usize,
+    /// Number of held-out test examples.
+    pub n_test: usize,
+    /// Test examples on which the positional/symbolic scores are averaged.
+    pub n_score: usize,
+    /// Blocks `m` of the positional/symbolic scores.
+    pub score_blocks: usize,
+    /// Temperature `τ` of the positional/symbolic scores.
+    pub score_tau: f64,
+}
+
+/// Default gate of each task: the chunks with which the paper says it is learned (chunk 0 is the fastest). With
+/// `head_dim = 16`, chunk `l` turns by `base^(−l/8)` rad per position: `10^(−l/2)` for Index and Retrieval
+/// (base 10⁴), `10^(−3l/4)` for Induction (base 10⁶), so Induction's default keeps 5.6e-3 and 5.6e-6 rad.
+pub fn default_gate(task: Task) -> Vec<usize> {
+    match task {
+        Task::Index => vec![1],
+        Task::Retrieval => vec![7],
+        Task::Induction => vec![3, 7],
+    }
+}
+
+impl CanonicalConfig {
+    /// The documented defaults for `task`.
+    pub fn for_task(task: Task) -> Self {
+        let head_dim = 16;
+        let sizes = match task {
+            Task::Index => TaskSizes {
+                context_len: 12,
+                n_symbols: 8,
+                n_keys: 0,
+            },
+            Task::Retrieval => TaskSizes {
+                context_len: 12,
+                n_symbols: 8,
+                n_keys: 12,
+            },
+            Task::Induction => TaskSizes {
+                context_len: 16,
+                n_symbols: 8,
+                n_keys: 8,
+            },
+        };
+        // Induction needs an angle close to zero: with base 10⁶ the slowest chunk turns 5.6e-6 rad per position.
+        let rope_base = match task {
+            Task::Induction => 1e6,
+            Task::Index | Task::Retrieval => 1e4,
+        };
+        Self {
+            task,
+            seed: 0,
+            sizes,
+            head_dim,
+            rope_base,
+            gate: ChunkGate::from_chunks(head_dim / 2, &default_gate(task))
+                .expect("default gate fits"),
+            init_scale: 0.1,
+            optimizer: Optimizer::adam(0.05),
+            steps: 600,
+            record_every: 20,
+            n_train: 512,
+            n_test: 1024,
+            n_score: 64,
+            score_blocks: DEFAULT_SCORE_BLOCKS,
+            score_tau: DEFAULT_SCORE_TAU,
+        }
+    }
+
+    fn validate(&self) -> Result<RopeSpec, ConfigError> {
+        self.task.check(&self.sizes).map_err(ConfigError::Invalid)?;
+        let invalid = |what: &str| Err(ConfigError::Invalid(what.to_string()));
+        if self.head_dim < 2 || self.head_dim % 2 != 0 {
+            return invalid("head_dim must be even and >= 2");
+        }
+        if self.gate.n_chunks() != self.head_dim / 2 {
+            return invalid("the gate must have head_dim / 2 chunks");
+        }
+        if self.steps == 0 || self.n_train == 0 || self.n_test == 0 {
+            return invalid("steps, n_train and n_test must be >= 1");
+        }
+        Ok(RopeSpec::new(
+            self.head_dim,
+            self.rope_base,
+            Pairing::HalfSplit,
+        ))
+    }
+}
+
+/// One point of the learning curve.
+#[derive(Clone, Debug, Serialize)]
+pub struct CanonicalCurvePoint {
+    /// Steps done.
+    pub step: usize,
+    /// Training loss before the last step.
+    pub loss: f64,
+    /// Accuracy on the test examples.
+    pub test_accuracy: f64,
+}
+
+/// Final measurements of a canonical-task run.
+#[derive(Clone, Debug, Serialize)]
+pub struct CanonicalReport {
+    /// The configuration that produced this report.
+    pub config: CanonicalConfig,
+    /// RoPE frequency `g_l` (radians per position) of every kept chunk, in the gate's order.
+    pub gate_frequencies: Vec<f64>,
+    /// Learning curve.
+    pub curve: Vec<CanonicalCurvePoint>,
+    /// Accuracy on the training examples.
+    pub train_accuracy: f64,
+    /// Accuracy on the test examples.
+    pub test_accuracy: f64,
+    /// Test accuracy by the context position holding the answer (`NaN` where no example has it).
+    pub accuracy_by_answer_position: Vec<f64>,
+    /// Mean test accuracy at the first and last answer positions minus that over the middle third of positions:
+    /// positive for a U shape, negative for an inverse U.
+    pub edge_minus_middle: f64,
+    /// Mean positional and symbolic scores of the trained head.
+    pub scores: PosSymScores,
+}
+
+/// A finished run: the report and the mean attention of the query by answer position (`L × L`, row `p` is the
+/// mean attention over test examples whose answer sits at `p`).
+#[derive(Clone, Debug)]
+pub struct CanonicalOutcome {
+    /// The measurements.
+    pub report: CanonicalReport,
+    /// Row-major `L × L` mean attention by answer position.
+    pub attention_by_answer_position: Vec<f64>,
+}
+
+/// Trains as `config` says and measures; `progress(steps_done)` is called after every step.
+pub fn run(
+    config: &CanonicalConfig,
+    progress: &mut dyn FnMut(usize),
+) -> Result<CanonicalOutcome, ConfigError> {
+    let spec = config.validate()?;
+    let sizes = &config.sizes;
+    let head = GatedHead {
+        n_features: config.task.n_features(sizes),
+        head_dim: config.head_dim,
+        n_classes: sizes.n_symbols,
+    };
+    let mut rng = rng_for(config.seed, Stream::Data);
+    let train_set: Vec<Example> = (0..config.n_train)
+        .map(|_| config.task.sample(sizes, &mut rng))
+        .collect();
+    let test_set: Vec<Example> = (0..config.n_test)
+        .map(|_| config.task.sample(sizes, &mut rng))
+        .collect();
+    let rope = GatedRope::new(spec.clone(), config.gate.clone(), sizes.context_len + 1);
+    let normal = Normal::new(0.0, config.init_scale)
+        .map_err(|e| ConfigError::Invalid(format!("init_scale: {e}")))?;
+    let mut rng = rng_for(config.seed, Stream::Init);
+    let mut params: Vec<f64> = (0..head.n_params())
+        .map(|_| normal.sample(&mut rng))
+        .collect();
+
+    let objective = TaskLoss {
+        head,
+        rope: &rope,
+        examples: &train_set,
+    };
+    let accuracy = |p: &[f64], set: &[Example]| {
+        set.iter()
+            .filter(|e| argmax(&head.logits(p, &rope, e)) == e.answer)
+            .count() as f64
+            / set.len() as f64
+    };
+    let mut curve = vec![CanonicalCurvePoint {
+        step: 0,
+        loss: objective.loss_and_grad(&params).0,
+        test_accuracy: accuracy(&params, &test_set),
+    }];
+    let mut done = 0;
+    train(
+        &objective,
+        &mut params,
+        config.optimizer,
+        config.steps,
+        1,
+        |step, p, loss| {
+            while done < step {
+                done += 1;
+                progress(done);
+            }
+            if step % config.record_every.max(1) == 0 || step == config.steps {
+                curve.push(CanonicalCurvePoint {
+                    step,
+                    loss,
+                    test_accuracy: accuracy(p, &test_set),
+                });
+            }
+        },
+    );
+
+    let len = sizes.context_len;
+    let mut hits = vec![0usize; len];
+    let mut counts = vec![0usize; len];
+    let mut attention = vec![0.0; len * len];
+    for e in &test_set {
+        counts[e.answer_pos] += 1;
+        if argmax(&head.logits(&params, &rope, e)) == e.answer {
+            hits[e.answer_pos] += 1;
+        }
+        let s = head.attention(&params, &rope, &e.context, &e.query);
+        attention[e.answer_pos * len..(e.answer_pos + 1) * len]
+            .iter_mut()
+            .zip(&s)
+            .for_each(|(a, s)| *a += s);
+    }
+    for p in 0..len {
+        attention[p * len..(p + 1) * len]
+            .iter_mut()
+            .for_each(|a| *a /= counts[p].max(1) as f64);
+    }
+    let by_position: Vec<f64> = hits
+        .iter()
+        .zip(&counts)
+        .map(|(&h, &c)| if c > 0 { h as f64 / c as f64 } else { f64::NAN })
+        .collect();
+
+    let n_score = config.n_score.min(test_set.len());
+    let mut scores = PosSymScores::default();
+    for e in &test_set[..n_score] {
+        let s =
+            positional_symbolic_scores(&e.context, config.score_blocks, config.score_tau, |c| {
+                head.attention(&params, &rope, c, &e.query)
+            });
+        scores.positional += s.positional / n_score.max(1) as f64;
+        scores.symbolic += s.symbolic / n_score.max(1) as f64;
+    }
+
+    let report = CanonicalReport {
+        config: config.clone(),
+        gate_frequencies: config
+            .gate
+            .chunks()
+            .iter()
+            .map(|&l| spec.frequency::<f64>(l))
+            .collect(),
+        curve,
+        train_accuracy: accuracy(&params, &train_set),
+        test_accuracy: accuracy(&params, &test_set),
+        edge_minus_middle: edge_minus_middle(&by_position),
+        accuracy_by_answer_position: by_position,
+        scores,
+    };
+    Ok(CanonicalOutcome {
+        report,
+        attention_by_answer_position: attention,
+    })
+}
+
+/// Mean accuracy at the first and last answer positions minus the mean over the middle third of positions
+/// (positions without examples skipped).
+fn edge_minus_middle(acc: &[f64]) -> f64 {
+    let mean = |v: &[f64]| {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let third = acc.len() / 3;
+    mean(&[acc[0], acc[acc.len() - 1]]) - mean(&acc[third..acc.len() - third])
+}

@@ -1,0 +1,93 @@
+//! RoPE as a trained head applies it: the crate's [`RopeTable`] followed by a [`ChunkGate`], and its transpose
+//! for back-propagation.
+
+use super::gate::ChunkGate;
+use crate::rope::{RopeSpec, RopeTable};
+
+/// The map `x ↦ G R_pos x` (rotation to `pos`, then zeroing the chunks the gate drops) and its transpose.
+#[derive(Clone, Debug)]
+pub struct GatedRope {
+    table: RopeTable<f64>,
+    gate: ChunkGate,
+}
+
+impl GatedRope {
+    /// Tabulates positions `0..n_pos` of `spec`; `gate` must have one entry per chunk of `spec`.
+    pub fn new(spec: RopeSpec, gate: ChunkGate, n_pos: usize) -> Self {
+        assert_eq!(
+            gate.n_chunks(),
+            spec.n_chunks(),
+            "gate and RoPE disagree on the number of chunks"
+        );
+        assert_eq!(
+            spec.rot_dim, spec.head_dim,
+            "trained heads use full-dimension RoPE"
+        );
+        Self {
+            table: RopeTable::new(spec, n_pos),
+            gate,
+        }
+    }
+
+    /// The RoPE specification.
+    pub fn spec(&self) -> &RopeSpec {
+        self.table.spec()
+    }
+
+    /// Returns `G R_pos x`.
+    pub fn apply(&self, x: &[f64], pos: usize) -> Vec<f64> {
+        let mut y = x.to_vec();
+        self.table.rotate(&mut y, pos);
+        self.mask(&mut y);
+        y
+    }
+
+    /// Returns `(G R_pos)^T g = R_pos^T G g`. The inverse rotation is computed as `F R_pos F` with `F` the
+    /// reflection negating the second coordinate of every chunk, since `F R(θ) F = R(−θ)`.
+    pub fn apply_transpose(&self, g: &[f64], pos: usize) -> Vec<f64> {
+        let mut y = g.to_vec();
+        self.mask(&mut y);
+        self.reflect(&mut y);
+        self.table.rotate(&mut y, pos);
+        self.reflect(&mut y);
+        y
+    }
+
+    fn mask(&self, x: &mut [f64]) {
+        for l in 0..self.gate.n_chunks() {
+            if !self.gate.keeps(l) {
+                let (a, b) = self.spec().chunk_dims(l);
+                x[a] = 0.0;
+                x[b] = 0.0;
+            }
+        }
+    }
+
+    fn reflect(&self, x: &mut [f64]) {
+        for l in 0..self.spec().n_chunks() {
+            let (_, b) = self.spec().chunk_dims(l);
+            x[b] = -x[b];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rope::Pairing;
+
+    #[test]
+    fn transpose_is_the_adjoint() {
+        for pairing in [Pairing::Adjacent, Pairing::HalfSplit] {
+            let spec = RopeSpec::new(8, 100.0, pairing);
+            let gate = ChunkGate::from_chunks(4, &[0, 2, 3]).unwrap();
+            let r = GatedRope::new(spec, gate, 10);
+            let x: Vec<f64> = (0..8).map(|i| (i as f64 * 0.7).sin()).collect();
+            let g: Vec<f64> = (0..8).map(|i| (i as f64 * 1.3).cos()).collect();
+            let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
+            let lhs = dot(&r.apply(&x, 7), &g);
+            let rhs = dot(&x, &r.apply_transpose(&g, 7));
+            assert!((lhs - rhs).abs() < 1e-12);
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Token embeddings (on a cone or isotropic) and the prompt distributions of the slash-pattern experiment.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use serde::Serialize;
+
+/// How the fixed token embeddings are placed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EmbeddingGeometry {
+    /// On a cone: `e_v = cos(ψ) u + sin(ψ) w_v` with one shared unit axis `u` and unit token-specific parts
+    /// `w_v ⟂ u` drawn at random (the modelling assumption of Demystifying the Slash Pattern).
+    Cone {
+        /// Half-angle `ψ` of the cone, in radians.
+        half_angle: f64,
+    },
+    /// Independent uniformly random unit vectors: no shared axis (the broken condition).
+    Isotropic,
+}
+
+fn gaussian_vector(dim: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    (0..dim)
+        .map(|_| rng.sample::<f64, _>(StandardNormal))
+        .collect()
+}
+
+fn normalized(mut v: Vec<f64>) -> Vec<f64> {
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    v.iter_mut().for_each(|x| *x /= n);
+    v
+}
+
+/// `vocab` unit embeddings of dimension `dim` (`dim >= 2`) placed as `geometry` says.
+pub fn embeddings(
+    geometry: EmbeddingGeometry,
+    vocab: usize,
+    dim: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Vec<f64>> {
+    match geometry {
+        EmbeddingGeometry::Isotropic => (0..vocab)
+            .map(|_| normalized(gaussian_vector(dim, rng)))
+            .collect(),
+        EmbeddingGeometry::Cone { half_angle } => {
+            let axis = normalized(gaussian_vector(dim, rng));
+            (0..vocab)
+                .map(|_| {
+                    let mut w = gaussian_vector(dim, rng);
+                    let along: f64 = w.iter().zip(&axis).map(|(a, b)| a * b).sum();
+                    w.iter_mut().zip(&axis).for_each(|(x, a)| *x -= along * a);
+                    let w = normalized(w);
+                    axis.iter()
+                        .zip(&w)
+                        .map(|(a, b)| half_angle.cos() * a + half_angle.sin() * b)
+                        .collect()
+                })
+                .collect()
+        }
+    }
+}
+
+/// The in-distribution prompt source: a Markov chain in which every token has `branching` equally likely
+/// successors, chosen at random once. Its prompts are far from i.i.d. uniform tokens (the out-of-distribution
+/// prompts), so a head that relied on their statistics would not transfer.
+#[derive(Clone, Debug)]
+pub struct MarkovSource {
+    successors: Vec<Vec<usize>>,
+}
+
+impl MarkovSource {
+    /// Draws the successor lists for a vocabulary of `vocab` tokens.
+    pub fn new(vocab: usize, branching: usize, rng: &mut ChaCha8Rng) -> Self {
+        let successors = (0..vocab)
+            .map(|_| {
+                (0..branching.max(1))
+                    .map(|_| rng.random_range(0..vocab))
+                    .collect()
+            })
+            .collect();
+        Self { successors }
+    }
+
+    /// One prompt of `len` tokens; the first is uniform.
+    pub fn sample(&self, len: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
+        let mut prompt = Vec::with_capacity(len);
+        let mut t = rng.random_range(0..self.successors.len());
+        for _ in 0..len {
+            prompt.push(t);
+            let next = &self.successors[t];
+            t = next[rng.random_range(0..next.len())];
+        }
+        prompt
+    }
+}
+
+/// A prompt of `len` i.i.d. uniform tokens (the out-of-distribution prompts of the paper).
+pub fn uniform_prompt(vocab: usize, len: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
+    (0..len).map(|_| rng.random_range(0..vocab)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::metrics::cone_spread;
+    use rand::SeedableRng;
+
+    #[test]
+    fn cone_embeddings_have_the_requested_spread() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let cone = embeddings(
+            EmbeddingGeometry::Cone { half_angle: 0.3 },
+            200,
+            16,
+            &mut rng,
+        );
+        let iso = embeddings(EmbeddingGeometry::Isotropic, 200, 16, &mut rng);
+        assert!((cone_spread(&cone) - 0.3).abs() < 0.03);
+        assert!(cone_spread(&iso) > 1.2);
+    }
+}
