@@ -4,11 +4,13 @@
 //! ([`quant`]), and implements rotary position embeddings once ([`rope`]) for the engine, the analyses and the
 //! executable checks of the theory in `theory/`.
 
+pub mod analysis;
 pub mod cli;
 pub mod error;
 pub mod gguf;
 pub mod numeric;
 pub mod quant;
 pub mod rope;
+pub mod theory;
 
 pub use error::{Error, Result};
