@@ -58,9 +58,15 @@ impl Head {
             .collect();
         let rotation = match kind {
             Kind::Symbolic => Rotation::nope(DIM),
-            Kind::Positional | Kind::Mixed => Rotation::rope(RopeSpec::new(DIM, 10.0, Pairing::HalfSplit)),
+            Kind::Positional | Kind::Mixed => {
+                Rotation::rope(RopeSpec::new(DIM, 10.0, Pairing::HalfSplit))
+            }
         };
-        Self { rotation, query, keys }
+        Self {
+            rotation,
+            query,
+            keys,
+        }
     }
 
     fn m(&self) -> usize {
@@ -69,7 +75,9 @@ impl Head {
 
     /// `T[c][p]`: the logit of content `c` at position `p`.
     fn table(&self) -> LogitTable {
-        LogitTable::from_fn(self.m(), |c, p| self.rotation.logit(&self.query, self.m(), &self.keys[c], p))
+        LogitTable::from_fn(self.m(), |c, p| {
+            self.rotation.logit(&self.query, self.m(), &self.keys[c], p)
+        })
     }
 
     /// Attention over the context when position `p` holds content `perm[p]`.
@@ -262,7 +270,10 @@ proptest! {
 #[test]
 fn block_swap_mixed_head_scores_below_one() {
     let head = Head::random(Kind::Mixed, SWAP_CONTEXT, theory_support::SEED);
-    let s = block_swap_scores(SWAP_CONTEXT, SWAP_BLOCKS, DEFAULT_SWAP_TEMPERATURE, |p| head.attend(p)).unwrap();
+    let s = block_swap_scores(SWAP_CONTEXT, SWAP_BLOCKS, DEFAULT_SWAP_TEMPERATURE, |p| {
+        head.attend(p)
+    })
+    .unwrap();
     assert!(s.s_pos < 0.999 && s.s_sym < 0.999, "{s:?}");
 }
 
@@ -347,7 +358,11 @@ proptest! {
 /// The NoPE Retrieval head with one-hot symbol embeddings: `q = A e_s`, `k_j = e_{x_j}`; attention over the context.
 fn retrieval_weights(vocab: usize, amplitude: f64, symbol: usize, contents: &[usize]) -> Vec<f64> {
     let dim = vocab + vocab % 2;
-    let one_hot = |s: usize| (0..dim).map(|d| if d == s { 1.0 } else { 0.0 }).collect::<Vec<f64>>();
+    let one_hot = |s: usize| {
+        (0..dim)
+            .map(|d| if d == s { 1.0 } else { 0.0 })
+            .collect::<Vec<f64>>()
+    };
     let rotation = Rotation::nope(dim);
     let query = scaled(&one_hot(symbol), amplitude);
     let m = contents.len();

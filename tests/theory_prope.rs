@@ -15,12 +15,23 @@ use theory_support::{config, gaussian, rng};
 const N_POS: usize = 512;
 
 /// A random p-RoPE instance: spec, table, query and key.
-fn instance(half_dim: usize, adjacent: bool, seed: u64) -> (RopeSpec, RopeTable<f64>, Vec<f64>, Vec<f64>) {
-    let pairing = if adjacent { Pairing::Adjacent } else { Pairing::HalfSplit };
+fn instance(
+    half_dim: usize,
+    adjacent: bool,
+    seed: u64,
+) -> (RopeSpec, RopeTable<f64>, Vec<f64>, Vec<f64>) {
+    let pairing = if adjacent {
+        Pairing::Adjacent
+    } else {
+        Pairing::HalfSplit
+    };
     let spec = RopeSpec::new(2 * half_dim, 10_000.0, pairing);
     let table = RopeTable::new(spec.clone(), N_POS);
     let mut rng = rng(seed);
-    let (q, k) = (gaussian(&mut rng, 2 * half_dim), gaussian(&mut rng, 2 * half_dim));
+    let (q, k) = (
+        gaussian(&mut rng, 2 * half_dim),
+        gaussian(&mut rng, 2 * half_dim),
+    );
     (spec, table, q, k)
 }
 
@@ -81,8 +92,18 @@ fn p_rope_rotated_chunk_depends_on_distance() {
     let (spec, table, q, k) = instance(16, false, theory_support::SEED);
     for mask in [p_rope_mask(16, 0.25), reversed_p_rope_mask(16, 0.25)] {
         let l = mask.iter().position(|&rotates| rotates).unwrap();
-        let near = chunk_contribution(&spec, &rotated(&table, &mask, &q, 200), &rotated(&table, &mask, &k, 200), l);
-        let far = chunk_contribution(&spec, &rotated(&table, &mask, &q, 300), &rotated(&table, &mask, &k, 200), l);
+        let near = chunk_contribution(
+            &spec,
+            &rotated(&table, &mask, &q, 200),
+            &rotated(&table, &mask, &k, 200),
+            l,
+        );
+        let far = chunk_contribution(
+            &spec,
+            &rotated(&table, &mask, &q, 300),
+            &rotated(&table, &mask, &k, 200),
+            l,
+        );
         assert!((near - far).abs() > 1e-6, "chunk {l}: {near} vs {far}");
     }
 }

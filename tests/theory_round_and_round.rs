@@ -11,8 +11,8 @@ use ropescope::analysis::softmax::{causal_attention, softmax};
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::head::Rotation;
 use ropescope::theory::positional::{
-    construction, key_peaking_at_distance, required_norm_squared, sufficient_scale, competitor_offsets,
-    relative_logit, PositionalPattern,
+    competitor_offsets, construction, key_peaking_at_distance, relative_logit,
+    required_norm_squared, sufficient_scale, PositionalPattern,
 };
 use ropescope::theory::rotation::{distance_to_multiple_of_two_pi, nearest_return, rounding_bound};
 use ropescope::theory::semantic_channel::break_channel;
@@ -35,10 +35,20 @@ const LEMMA_A1_N_MAX: u64 = 20_000;
 /// ([`rounding_bound`]) of a multiple of 2π for `1 ≤ n ≤ LEMMA_A1_N_MAX`. The closest returns are printed.
 #[test]
 fn lemma_a1_rope_frequencies_never_return_to_zero() {
-    for (head_dim, base) in [(64, 10_000.0), (128, 10_000.0), (128, 500_000.0), (256, 1_000_000.0)] {
+    for (head_dim, base) in [
+        (64, 10_000.0),
+        (128, 10_000.0),
+        (128, 500_000.0),
+        (256, 1_000_000.0),
+    ] {
         let spec = RopeSpec::new(head_dim, base, Pairing::HalfSplit);
         let (chunk, closest) = (0..spec.n_chunks())
-            .map(|l| (l, nearest_return(spec.frequency(l), LEMMA_A1_N_MAX).unwrap()))
+            .map(|l| {
+                (
+                    l,
+                    nearest_return(spec.frequency(l), LEMMA_A1_N_MAX).unwrap(),
+                )
+            })
             .min_by(|a, b| a.1.distance.total_cmp(&b.1.distance))
             .unwrap();
         let g: f64 = spec.frequency(chunk);
@@ -105,12 +115,17 @@ const PROP_3_1_WINDOW: usize = 64;
 /// The logits of a query at position `i` against one key placed at each distance `0..window` before it.
 fn logits_over_distances(rotation: &Rotation, q: &[f64], k: &[f64], window: usize) -> Vec<f64> {
     let i = window + 5;
-    (0..window).map(|delta| rotation.logit(q, i, k, i - delta)).collect()
+    (0..window)
+        .map(|delta| rotation.logit(q, i, k, i - delta))
+        .collect()
 }
 
 /// Whether `values` has a unique maximum, at `at`.
 fn unique_maximum_at(values: &[f64], at: usize) -> bool {
-    values.iter().enumerate().all(|(x, &v)| x == at || v < values[at])
+    values
+        .iter()
+        .enumerate()
+        .all(|(x, &v)| x == at || v < values[at])
 }
 
 proptest! {
@@ -180,7 +195,12 @@ fn activation_z_scores(mut draw: impl FnMut() -> (Vec<f64>, Vec<f64>)) -> Vec<f6
 #[test]
 fn prop_3_2_gaussian_mean_activation_is_zero_at_every_distance() {
     let mut rng = rng(SEED);
-    let z = activation_z_scores(|| (gaussian(&mut rng, PROP_3_2_DIM), gaussian(&mut rng, PROP_3_2_DIM)));
+    let z = activation_z_scores(|| {
+        (
+            gaussian(&mut rng, PROP_3_2_DIM),
+            gaussian(&mut rng, PROP_3_2_DIM),
+        )
+    });
     println!("z per distance: {z:.2?}");
     assert!(z.iter().all(|z| z.abs() < PROP_3_2_Z_CRITICAL));
 }
@@ -189,7 +209,11 @@ fn prop_3_2_gaussian_mean_activation_is_zero_at_every_distance() {
 #[test]
 fn prop_3_2_test_rejects_uniform_unit_interval_entries() {
     let mut rng = rng(SEED);
-    let mut uniform = || (0..PROP_3_2_DIM).map(|_| rng.random::<f64>()).collect::<Vec<f64>>();
+    let mut uniform = || {
+        (0..PROP_3_2_DIM)
+            .map(|_| rng.random::<f64>())
+            .collect::<Vec<f64>>()
+    };
     let z = activation_z_scores(|| (uniform(), uniform()));
     assert!(z.iter().any(|z| z.abs() >= PROP_3_2_Z_CRITICAL));
 }
@@ -241,7 +265,10 @@ fn figure_2_all_ones_activations_decay() {
 fn figure_2_gaussian_activations_do_not_decay() {
     let mut rng = rng(SEED);
     let ratio = decay_ratio(DECAY_SAMPLES, || {
-        (gaussian(&mut rng, PROP_3_2_DIM), gaussian(&mut rng, PROP_3_2_DIM))
+        (
+            gaussian(&mut rng, PROP_3_2_DIM),
+            gaussian(&mut rng, PROP_3_2_DIM),
+        )
     });
     println!("Gaussian far/near ratio {ratio:.3}");
     assert!(ratio >= DECAY_RATIO_THRESHOLD);
@@ -256,7 +283,9 @@ fn bos_x_x_attention(rotation: &Rotation, queries: &[Vec<f64>], keys: &[Vec<f64>
 
 /// `W x` for a row-major `rows × x.len()` matrix.
 fn apply(w: &[f64], x: &[f64]) -> Vec<f64> {
-    w.chunks(x.len()).map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum()).collect()
+    w.chunks(x.len())
+        .map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum())
+        .collect()
 }
 
 proptest! {
@@ -348,9 +377,18 @@ proptest! {
 fn thm_5_3_fails_for_rational_multiple_of_two_pi() {
     let rotation = Rotation::single_frequency(TAU / 4.0);
     let n = 8;
-    assert_eq!(required_norm_squared(&rotation, &[1.0, 0.0], PositionalPattern::Diagonal, n, 0.1), None);
+    assert_eq!(
+        required_norm_squared(&rotation, &[1.0, 0.0], PositionalPattern::Diagonal, n, 0.1),
+        None
+    );
     for norm_sq in [10.0, 100.0, 1000.0] {
-        let weights = construction_target_weights(&rotation, &[1.0, 0.0], PositionalPattern::Diagonal, n, norm_sq);
+        let weights = construction_target_weights(
+            &rotation,
+            &[1.0, 0.0],
+            PositionalPattern::Diagonal,
+            n,
+            norm_sq,
+        );
         assert!(*weights.last().unwrap() < 0.5 + 1e-9);
     }
 }
@@ -368,11 +406,18 @@ fn semantic_head(g: f64, i: usize, target: usize, seed: u64) -> ([f64; 2], Vec<[
     let rotation = Rotation::single_frequency(g);
     let keys = (0..=i)
         .map(|j| {
-            let gain = if j == target { 20.0 } else { -rng.random_range(1.0..5.0) };
+            let gain = if j == target {
+                20.0
+            } else {
+                -rng.random_range(1.0..5.0)
+            };
             // R^{i−j} q at position j rotates to R^i q, aligned with the rotated query.
             let aligned = rotation.at(&q, i - j);
             let noise = gaussian(&mut rng, 2);
-            [gain * aligned[0] + 0.3 * noise[0], gain * aligned[1] + 0.3 * noise[1]]
+            [
+                gain * aligned[0] + 0.3 * noise[0],
+                gain * aligned[1] + 0.3 * noise[1],
+            ]
         })
         .collect();
     ([q[0], q[1]], keys)
@@ -382,8 +427,9 @@ fn semantic_head(g: f64, i: usize, target: usize, seed: u64) -> ([f64; 2], Vec<[
 fn last_row_attention(g: f64, q: [f64; 2], keys: &[[f64; 2]], permutation: &[usize]) -> Vec<f64> {
     let rotation = Rotation::single_frequency(g);
     let i = keys.len() - 1;
-    let logits: Vec<f64> =
-        (0..=i).map(|p| rotation.logit(&q, i, &keys[permutation[p]], p)).collect();
+    let logits: Vec<f64> = (0..=i)
+        .map(|p| rotation.logit(&q, i, &keys[permutation[p]], p))
+        .collect();
     softmax(&logits)
 }
 

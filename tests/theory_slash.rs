@@ -8,11 +8,15 @@ use rand::Rng;
 use ropescope::analysis::cone::cone_spread;
 use ropescope::analysis::fourier::{logit_spectrum, FrequencyBands};
 use ropescope::analysis::rank::{rank_stats, singular_values};
-use ropescope::analysis::slash::{is_slash_dominant, slash_profile, slash_score, DEFAULT_SLASH_KAPPA};
+use ropescope::analysis::slash::{
+    is_slash_dominant, slash_profile, slash_score, DEFAULT_SLASH_KAPPA,
+};
 use ropescope::analysis::softmax::causal_attention;
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::head::{dot, Rotation};
-use ropescope::theory::slash::{cone_rank_one_deficit_bound, rank_one_logit_perturbation, slash_deviation_bound};
+use ropescope::theory::slash::{
+    cone_rank_one_deficit_bound, rank_one_logit_perturbation, slash_deviation_bound,
+};
 use theory_support::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
 
 fn pairing(adjacent: bool) -> Pairing {
@@ -42,7 +46,9 @@ fn direct_logit(spec: &RopeSpec, q: &[f64], i: usize, k: &[f64], j: usize) -> f6
 fn logit_scale(spec: &RopeSpec, q: &[f64], k: &[f64]) -> f64 {
     let s = logit_spectrum(spec, q, k);
     s.terms.iter().map(|t| t.amplitude).sum::<f64>()
-        + (spec.rot_dim..spec.head_dim).map(|d| (q[d] * k[d]).abs()).sum::<f64>()
+        + (spec.rot_dim..spec.head_dim)
+            .map(|d| (q[d] * k[d]).abs())
+            .sum::<f64>()
 }
 
 // ---------------------------------------------------------------- Fourier identity
@@ -88,7 +94,10 @@ fn slash_fourier_identity_fails_with_wrong_pairing() {
         let worst = (0..32)
             .map(|i| (spectrum.logit(i as f64) - direct_logit(&spec, &q, i, &k, 0)).abs())
             .fold(0.0, f64::max);
-        assert!(worst > 1e3 * FOURIER_REL_TOL * logit_scale(&spec, &q, &k), "{pairing:?}: {worst}");
+        assert!(
+            worst > 1e3 * FOURIER_REL_TOL * logit_scale(&spec, &q, &k),
+            "{pairing:?}: {worst}"
+        );
     }
 }
 
@@ -139,7 +148,14 @@ impl ConeModel {
         let rotation = Rotation::rope(RopeSpec::new(HEAD_DIM, 10_000.0, Pairing::HalfSplit));
         let u = scaled(&unit(&gaussian(&mut rng, HEAD_DIM)), 0.8);
         let w = rotation.at(&u, DELTA);
-        Self { axis, across, embeddings, rotation, u, w }
+        Self {
+            axis,
+            across,
+            embeddings,
+            rotation,
+            u,
+            w,
+        }
     }
 
     /// Queries and keys of a prompt; with `rank_two`, `W_Q` gains `u₂ bᵀ` for a direction `b ⊥ a` of token variation.
@@ -152,7 +168,9 @@ impl ConeModel {
                 let x = &self.embeddings[t];
                 let mut q = project(x, &self.u, &self.axis);
                 if rank_two {
-                    q.iter_mut().zip(project(x, &u2, &self.across)).for_each(|(a, b)| *a += b);
+                    q.iter_mut()
+                        .zip(project(x, &u2, &self.across))
+                        .for_each(|(a, b)| *a += b);
                 }
                 (q, project(x, &self.w, &self.axis))
             })
@@ -174,16 +192,27 @@ fn toeplitz_defect(logits: &[f64], n: usize) -> f64 {
 
 fn random_prompt(seed: u64) -> Vec<usize> {
     let mut rng = rng(seed);
-    (0..PROMPT_LEN).map(|_| rng.random_range(0..VOCAB)).collect()
+    (0..PROMPT_LEN)
+        .map(|_| rng.random_range(0..VOCAB))
+        .collect()
 }
 
 /// The largest difference between the slash profiles of two prompts.
 fn slash_profile_gap(model: &ConeModel, rank_two: bool) -> f64 {
     let profiles: Vec<Vec<f64>> = [SEED, SEED + 1]
         .iter()
-        .map(|&s| slash_profile(&causal_attention(&model.logits(&random_prompt(s), rank_two), PROMPT_LEN), PROMPT_LEN))
+        .map(|&s| {
+            slash_profile(
+                &causal_attention(&model.logits(&random_prompt(s), rank_two), PROMPT_LEN),
+                PROMPT_LEN,
+            )
+        })
         .collect();
-    profiles[0].iter().zip(&profiles[1]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+    profiles[0]
+        .iter()
+        .zip(&profiles[1])
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
 }
 
 /// Rank-one, token-constant queries and keys (embeddings with equal projections on the axis `W_Q`, `W_K` read)
@@ -195,7 +224,10 @@ fn slash_rank_one_constant_qk_give_toeplitz_logits_and_prompt_independent_scores
     assert!(toeplitz_defect(&logits, PROMPT_LEN) <= EXACT_TOL);
     assert!(slash_profile_gap(&model, false) <= EXACT_TOL);
     let attention = causal_attention(&logits, PROMPT_LEN);
-    assert!(is_slash_dominant(slash_score(&attention, PROMPT_LEN, DELTA).unwrap(), DEFAULT_SLASH_KAPPA));
+    assert!(is_slash_dominant(
+        slash_score(&attention, PROMPT_LEN, DELTA).unwrap(),
+        DEFAULT_SLASH_KAPPA
+    ));
 }
 
 /// Companion: with a rank-two `W_Q` that also reads a direction in which tokens differ, the logits are no longer
@@ -225,25 +257,50 @@ struct SlashDeviation {
 }
 
 /// The slash deviation for `Q = 1qᵀ + σ N_Q (+ e_i kᵀ)`, `K = 1kᵀ + σ N_K` against `Q = 1qᵀ`, `K = 1kᵀ`.
-fn noisy_slash_deviation(model: &ConeModel, sigma: f64, fixed_rank_two: Option<&[f64]>) -> SlashDeviation {
+fn noisy_slash_deviation(
+    model: &ConeModel,
+    sigma: f64,
+    fixed_rank_two: Option<&[f64]>,
+) -> SlashDeviation {
     let mut rng = rng(SEED);
-    let noise_q: Vec<Vec<f64>> = (0..PROMPT_LEN).map(|_| gaussian(&mut rng, HEAD_DIM)).collect();
-    let noise_k: Vec<Vec<f64>> = (0..PROMPT_LEN).map(|_| gaussian(&mut rng, HEAD_DIM)).collect();
-    let (q, k) = (scaled(&model.u, AXIS_PROJECTION), scaled(&model.w, AXIS_PROJECTION));
+    let noise_q: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|_| gaussian(&mut rng, HEAD_DIM))
+        .collect();
+    let noise_k: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|_| gaussian(&mut rng, HEAD_DIM))
+        .collect();
+    let (q, k) = (
+        scaled(&model.u, AXIS_PROJECTION),
+        scaled(&model.w, AXIS_PROJECTION),
+    );
     let constant = |v: &[f64]| vec![v.to_vec(); PROMPT_LEN];
-    let clean = causal_attention(&model.rotation.logit_matrix(&constant(&q), &constant(&k)), PROMPT_LEN);
+    let clean = causal_attention(
+        &model.rotation.logit_matrix(&constant(&q), &constant(&k)),
+        PROMPT_LEN,
+    );
     let queries: Vec<Vec<f64>> = (0..PROMPT_LEN)
         .map(|i| {
             let extra = fixed_rank_two.map_or(0.0, |w| w[i]);
-            (0..HEAD_DIM).map(|d| q[d] + sigma * noise_q[i][d] + extra * k[d]).collect()
+            (0..HEAD_DIM)
+                .map(|d| q[d] + sigma * noise_q[i][d] + extra * k[d])
+                .collect()
         })
         .collect();
-    let keys: Vec<Vec<f64>> =
-        (0..PROMPT_LEN).map(|j| (0..HEAD_DIM).map(|d| k[d] + sigma * noise_k[j][d]).collect()).collect();
+    let keys: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|j| {
+            (0..HEAD_DIM)
+                .map(|d| k[d] + sigma * noise_k[j][d])
+                .collect()
+        })
+        .collect();
     let noisy = causal_attention(&model.rotation.logit_matrix(&queries, &keys), PROMPT_LEN);
-    let score = (slash_score(&noisy, PROMPT_LEN, DELTA).unwrap() - slash_score(&clean, PROMPT_LEN, DELTA).unwrap()).abs();
+    let score = (slash_score(&noisy, PROMPT_LEN, DELTA).unwrap()
+        - slash_score(&clean, PROMPT_LEN, DELTA).unwrap())
+    .abs();
     let at = |i: usize| i * PROMPT_LEN + i - DELTA;
-    let rowwise = (DELTA..PROMPT_LEN).map(|i| (noisy[at(i)] - clean[at(i)]).abs()).sum::<f64>()
+    let rowwise = (DELTA..PROMPT_LEN)
+        .map(|i| (noisy[at(i)] - clean[at(i)]).abs())
+        .sum::<f64>()
         / (PROMPT_LEN - DELTA) as f64;
     let norms = |rows: &[Vec<f64>]| rows.iter().map(|r| norm_sq(r).sqrt()).collect::<Vec<f64>>();
     let eta = rank_one_logit_perturbation(
@@ -254,7 +311,11 @@ fn noisy_slash_deviation(model: &ConeModel, sigma: f64, fixed_rank_two: Option<&
         sigma,
     );
     let bound = slash_deviation_bound(&clean, PROMPT_LEN, DELTA, &eta).unwrap();
-    SlashDeviation { score, rowwise, bound }
+    SlashDeviation {
+        score,
+        rowwise,
+        bound,
+    }
 }
 
 /// Rank one plus noise of size σ: the slash score moves by no more than the Cauchy–Schwarz/softmax bound, and the
@@ -262,10 +323,17 @@ fn noisy_slash_deviation(model: &ConeModel, sigma: f64, fixed_rank_two: Option<&
 #[test]
 fn slash_noisy_rank_one_deviation_is_bounded_and_shrinks() {
     let model = ConeModel::new(SEED);
-    let results: Vec<SlashDeviation> = NOISE_LEVELS.iter().map(|&s| noisy_slash_deviation(&model, s, None)).collect();
+    let results: Vec<SlashDeviation> = NOISE_LEVELS
+        .iter()
+        .map(|&s| noisy_slash_deviation(&model, s, None))
+        .collect();
     println!("per σ: {results:.5?}");
-    assert!(results.iter().all(|r| r.score <= r.rowwise + EXACT_TOL && r.rowwise <= r.bound + EXACT_TOL));
-    assert!(results.windows(2).all(|w| w[1].bound < w[0].bound && w[1].rowwise < w[0].rowwise));
+    assert!(results
+        .iter()
+        .all(|r| r.score <= r.rowwise + EXACT_TOL && r.rowwise <= r.bound + EXACT_TOL));
+    assert!(results
+        .windows(2)
+        .all(|w| w[1].bound < w[0].bound && w[1].rowwise < w[0].rowwise));
     assert!(results[NOISE_LEVELS.len() - 1].bound < 0.05);
 }
 
@@ -276,9 +344,13 @@ fn slash_noisy_rank_one_deviation_is_bounded_and_shrinks() {
 fn slash_rank_two_deviation_does_not_shrink() {
     let model = ConeModel::new(SEED);
     let mut rng = rng(SEED + 7);
-    let weights: Vec<f64> = (0..PROMPT_LEN).map(|_| rng.random_range(0.5..1.5)).collect();
-    let results: Vec<SlashDeviation> =
-        NOISE_LEVELS.iter().map(|&s| noisy_slash_deviation(&model, s, Some(&weights))).collect();
+    let weights: Vec<f64> = (0..PROMPT_LEN)
+        .map(|_| rng.random_range(0.5..1.5))
+        .collect();
+    let results: Vec<SlashDeviation> = NOISE_LEVELS
+        .iter()
+        .map(|&s| noisy_slash_deviation(&model, s, Some(&weights)))
+        .collect();
     println!("rank two, per σ: {results:.5?}");
     assert!(results.iter().all(|r| r.rowwise > 0.02));
     let smallest = results[NOISE_LEVELS.len() - 1];
@@ -299,7 +371,9 @@ const BAND_BUDGET: f64 = 16.0;
 fn band_limited_slash(keep: impl Fn(f64) -> bool) -> (Vec<f64>, f64, f64) {
     let spec = RopeSpec::new(BAND_DIM, 10_000.0, Pairing::HalfSplit);
     let rotation = Rotation::rope(spec.clone());
-    let chunks: Vec<usize> = (0..spec.n_chunks()).filter(|&l| keep(spec.frequency(l))).collect();
+    let chunks: Vec<usize> = (0..spec.n_chunks())
+        .filter(|&l| keep(spec.frequency(l)))
+        .collect();
     let mut psi = vec![0.0; BAND_DIM];
     let mut rng = rng(SEED);
     for &l in &chunks {
@@ -324,7 +398,10 @@ fn slash_peak_persists_with_medium_and_high_frequencies() {
     println!("medium/high: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
     assert!((share - 1.0).abs() < 1e-12);
     assert!(is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
-    assert!(profile.iter().enumerate().all(|(d, &s)| d == DELTA || s < profile[DELTA]));
+    assert!(profile
+        .iter()
+        .enumerate()
+        .all(|(d, &s)| d == DELTA || s < profile[DELTA]));
 }
 
 /// Companion: the same amplitude carried only by low frequencies (medium and high removed) loses the peak:
@@ -355,7 +432,10 @@ fn embeddings(axis: &[f64], max_angle: Option<f64>, seed: u64) -> Vec<Vec<f64>> 
             Some(max) => {
                 let theta = rng.random_range(0.0..max);
                 let z = unit(&orthogonal_part(&gaussian(&mut rng, EMBED_DIM), axis));
-                axis.iter().zip(&z).map(|(a, z)| theta.cos() * a + theta.sin() * z).collect()
+                axis.iter()
+                    .zip(&z)
+                    .map(|(a, z)| theta.cos() * a + theta.sin() * z)
+                    .collect()
             }
             None => unit(&gaussian(&mut rng, EMBED_DIM)),
         })
@@ -378,7 +458,9 @@ fn projection(axis: &[f64], seed: u64) -> (Vec<f64>, f64) {
 
 /// `X Wᵀ` (one row per token), flattened row-major.
 fn project_all(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
-    x.iter().flat_map(|x| w.chunks(EMBED_DIM).map(move |row| dot(row, x))).collect()
+    x.iter()
+        .flat_map(|x| w.chunks(EMBED_DIM).map(move |row| dot(row, x)))
+        .collect()
 }
 
 /// Token embeddings on a cone whose axis `W_Q`, `W_K` project onto give near-rank-one queries and keys: the
@@ -396,7 +478,10 @@ fn slash_cone_embeddings_give_near_rank_one_qk() {
             let q = project_all(&x, &w);
             let stats = rank_stats(&singular_values(&q, CONE_TOKENS, HEAD_DIM).unwrap()).unwrap();
             let bound = cone_rank_one_deficit_bound(CONE_TOKENS, max_angle, perp_norm, norm_sq(&q));
-            println!("{role} θ={max_angle}: share {:.6} eff. rank {:.3} deficit bound {bound:.2e}", stats.rank_one_share, stats.effective_rank);
+            println!(
+                "{role} θ={max_angle}: share {:.6} eff. rank {:.3} deficit bound {bound:.2e}",
+                stats.rank_one_share, stats.effective_rank
+            );
             assert!(1.0 - stats.rank_one_share <= bound + EXACT_TOL);
             assert!(bound < previous_bound);
             previous_bound = bound;
@@ -412,6 +497,10 @@ fn slash_embeddings_off_a_cone_give_high_rank_qk() {
     let (w, _) = projection(&axis, SEED + 1);
     let x = embeddings(&axis, None, SEED + 10);
     assert!(cone_spread(&x).unwrap().mean_angle > 1.0);
-    let stats = rank_stats(&singular_values(&project_all(&x, &w), CONE_TOKENS, HEAD_DIM).unwrap()).unwrap();
-    assert!(stats.rank_one_share < 0.9 && stats.effective_rank > 2.0, "{stats:?}");
+    let stats =
+        rank_stats(&singular_values(&project_all(&x, &w), CONE_TOKENS, HEAD_DIM).unwrap()).unwrap();
+    assert!(
+        stats.rank_one_share < 0.9 && stats.effective_rank > 2.0,
+        "{stats:?}"
+    );
 }

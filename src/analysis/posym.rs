@@ -121,7 +121,10 @@ mod tests {
 
     #[test]
     fn swap_permutation_exchanges_whole_blocks() {
-        assert_eq!(block_swap_permutation(6, 3, 0, 2), Some(vec![4, 5, 2, 3, 0, 1]));
+        assert_eq!(
+            block_swap_permutation(6, 3, 0, 2),
+            Some(vec![4, 5, 2, 3, 0, 1])
+        );
         assert_eq!(block_swap_permutation(7, 3, 0, 2), None);
         assert_eq!(block_masses(&[0.25; 4], 2), Some(vec![0.5, 0.5]));
     }

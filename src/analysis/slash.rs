@@ -34,7 +34,10 @@ pub fn slash_profile(attention: &[f64], n: usize) -> Vec<f64> {
 
 /// `E_P[SlashScore(Δ)]`: the mean slash score over prompts, each given as `(attention, n)`. Prompts shorter than
 /// `Δ + 1` tokens have no such sub-diagonal and are skipped; `None` when no prompt has one.
-pub fn mean_slash_score<'a>(prompts: impl IntoIterator<Item = (&'a [f64], usize)>, delta: usize) -> Option<f64> {
+pub fn mean_slash_score<'a>(
+    prompts: impl IntoIterator<Item = (&'a [f64], usize)>,
+    delta: usize,
+) -> Option<f64> {
     let scores: Vec<f64> = prompts
         .into_iter()
         .filter_map(|(attention, n)| slash_score(attention, n, delta))

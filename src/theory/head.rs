@@ -38,7 +38,11 @@ impl Rotation {
     /// If `frequencies.len() != spec.n_chunks()`.
     #[track_caller]
     pub fn with_frequencies(spec: RopeSpec, frequencies: Vec<f64>) -> Self {
-        assert_eq!(frequencies.len(), spec.n_chunks(), "one frequency per chunk");
+        assert_eq!(
+            frequencies.len(),
+            spec.n_chunks(),
+            "one frequency per chunk"
+        );
         Self { spec, frequencies }
     }
 
@@ -72,8 +76,16 @@ impl Rotation {
     #[track_caller]
     pub fn logit_matrix(&self, queries: &[Vec<f64>], keys: &[Vec<f64>]) -> Vec<f64> {
         assert_eq!(queries.len(), keys.len(), "one query and one key per token");
-        let q: Vec<Vec<f64>> = queries.iter().enumerate().map(|(i, x)| self.at(x, i)).collect();
-        let k: Vec<Vec<f64>> = keys.iter().enumerate().map(|(j, x)| self.at(x, j)).collect();
+        let q: Vec<Vec<f64>> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, x)| self.at(x, i))
+            .collect();
+        let k: Vec<Vec<f64>> = keys
+            .iter()
+            .enumerate()
+            .map(|(j, x)| self.at(x, j))
+            .collect();
         q.iter()
             .flat_map(|qi| k.iter().map(move |kj| dot(qi, kj)))
             .collect()

@@ -29,7 +29,14 @@ pub fn reversed_p_rope_mask(n_chunks: usize, p: f64) -> Vec<bool> {
 }
 
 /// The masked-RoPE logit `(R_mask^i q)·(R_mask^j k)`, rotating through `table` (positions `i, j < n_pos`).
-pub fn masked_logit(table: &RopeTable<f64>, mask: &[bool], q: &[f64], i: usize, k: &[f64], j: usize) -> f64 {
+pub fn masked_logit(
+    table: &RopeTable<f64>,
+    mask: &[bool],
+    q: &[f64],
+    i: usize,
+    k: &[f64],
+    j: usize,
+) -> f64 {
     let (mut q, mut k) = (q.to_vec(), k.to_vec());
     table.rotate_masked(&mut q, i, mask);
     table.rotate_masked(&mut k, j, mask);

@@ -27,7 +27,12 @@ pub struct ChannelBreak {
 /// token and pre-RoPE keys `keys[p]` of the tokens at positions `0..=i` (`i = keys.len() − 1`), target at
 /// `target ∈ 1..i`. `None` when the sequence is too short for the rotation to reach a distractor logit above
 /// the target's (or the arguments are out of range).
-pub fn break_channel(g: f64, q: [f64; 2], keys: &[[f64; 2]], target: usize) -> Option<ChannelBreak> {
+pub fn break_channel(
+    g: f64,
+    q: [f64; 2],
+    keys: &[[f64; 2]],
+    target: usize,
+) -> Option<ChannelBreak> {
     let i = keys.len().checked_sub(1)?;
     if target == 0 || target >= i {
         return None;

@@ -20,7 +20,8 @@ pub fn rank_one_logit_perturbation(
         .zip(key_noise_norms)
         .map(|(&nq, &nk)| {
             largest_key_noise = largest_key_noise.max(nk);
-            sigma * (q_norm * largest_key_noise + nq * k_norm) + sigma * sigma * nq * largest_key_noise
+            sigma * (q_norm * largest_key_noise + nq * k_norm)
+                + sigma * sigma * nq * largest_key_noise
         })
         .collect()
 }
@@ -29,7 +30,12 @@ pub fn rank_one_logit_perturbation(
 /// each weight then changes by a factor in `[e^{−2η_i}, e^{2η_i}]`, so
 /// `|S'[i,j] − S[i,j]| ≤ S[i,j] (e^{2η_i} − 1)` and the bound is `1/(n−Δ) Σ_{i ≥ Δ} S[i,i−Δ] (e^{2η_i} − 1)`.
 /// `attention` is the unperturbed row-major `n × n` matrix. `None` when `Δ ≥ n` or `row_bounds` is shorter than `n`.
-pub fn slash_deviation_bound(attention: &[f64], n: usize, delta: usize, row_bounds: &[f64]) -> Option<f64> {
+pub fn slash_deviation_bound(
+    attention: &[f64],
+    n: usize,
+    delta: usize,
+    row_bounds: &[f64],
+) -> Option<f64> {
     if delta >= n || row_bounds.len() < n || attention.len() != n * n {
         return None;
     }
@@ -43,6 +49,11 @@ pub fn slash_deviation_bound(attention: &[f64], n: usize, delta: usize, row_boun
 /// `a` (every `x_t = cos θ_t a + sin θ_t z_t`, `z_t ⊥ a` unit, `θ_t ≤ θ_max`) and `W_Q = s u aᵀ + W_⊥` with
 /// `W_⊥ a = 0`: the rank-one matrix with rows `s cos θ_t u` is within `n sin²θ_max ‖W_⊥‖₂²` of `Q` in squared
 /// Frobenius norm, and by Eckart–Young that bounds `Σσ² − σ_1²`. Arguments: `n` tokens, `θ_max`, `‖W_⊥‖₂`, `‖Q‖_F²`.
-pub fn cone_rank_one_deficit_bound(n: usize, max_angle: f64, perp_spectral_norm: f64, q_frobenius_sq: f64) -> f64 {
+pub fn cone_rank_one_deficit_bound(
+    n: usize,
+    max_angle: f64,
+    perp_spectral_norm: f64,
+    q_frobenius_sq: f64,
+) -> f64 {
     n as f64 * (max_angle.sin() * perp_spectral_norm).powi(2) / q_frobenius_sq
 }
