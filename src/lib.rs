@@ -4,6 +4,7 @@
 //! ([`quant`]), and implements rotary position embeddings once ([`rope`]) for the engine, the analyses and the
 //! executable checks of the theory in `theory/`.
 
+pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod numeric;
 pub mod quant;
 pub mod rope;
 pub mod synthetic;
+pub mod theory;
 pub mod train;
 
 pub use error::{Error, Result};

@@ -73,6 +73,17 @@ impl RopeSpec {
             rotate_pair(x, self.chunk_dims(l), theta.cos(), theta.sin());
         }
     }
+
+    /// Rotates `x` in place to position `pos` with explicit angular frequencies, chunk `l` by `pos * freqs[l]`,
+    /// in place of the spec's `g_l` (the pairing still comes from the spec). Theory checks use it for frequencies
+    /// the RoPE formula cannot produce, such as a rational multiple of 2π, and for NoPE (all frequencies 0, an
+    /// exact identity). `freqs` has one entry per chunk; chunks beyond its length are left unrotated.
+    pub fn rotate_with_frequencies<T: Real>(&self, x: &mut [T], pos: usize, freqs: &[T]) {
+        for (l, &g) in freqs.iter().enumerate().take(self.n_chunks()) {
+            let theta = T::of_f64(pos as f64) * g;
+            rotate_pair(x, self.chunk_dims(l), theta.cos(), theta.sin());
+        }
+    }
 }
 
 /// Rotates the pair of coordinates `dims` of `x` by the angle whose cosine and sine are given.

@@ -1,0 +1,145 @@
+//! The logit of a RoPE head as a sum of cosines, one per chunk (the slash paper's Fourier-like decomposition).
+//!
+//! Write chunk `l` of the pre-RoPE query and key as complex numbers `q^(l) = |q^(l)| e^{iα_l}`,
+//! `k^(l) = |k^(l)| e^{iβ_l}` (first coordinate of the chunk real, second imaginary). RoPE multiplies chunk `l` at
+//! position `p` by `e^{i p g_l}`, so the logit between a query at position `i` and a key at position `j` is
+//!
+//! `a[i,j] = Σ_l A_l cos(g_l (i − j) + φ_l) + c`,  `A_l = |q^(l)| |k^(l)|`,  `φ_l = α_l − β_l`,
+//!
+//! where `c` is the plain dot product of the coordinates that do not rotate (partial rotary, `d_rot < d`).
+//! Chunks are found through [`RopeSpec::chunk_dims`], so the decomposition holds for both pairings.
+
+use crate::rope::RopeSpec;
+
+/// Default upper edge of the low band: chunks with `g_l` below it rotate by less than one radian over
+/// 100 tokens (wavelength above 628 tokens). The slash paper does not publish its band edges; this is ours.
+pub const DEFAULT_LOW_BAND_MAX_FREQUENCY: f64 = 0.01;
+
+/// Default lower edge of the high band: chunks with `g_l` at or above it complete a turn within 63 tokens.
+/// Chunks between the two edges form the medium band. Our choice, as for the low edge.
+pub const DEFAULT_HIGH_BAND_MIN_FREQUENCY: f64 = 0.1;
+
+/// One chunk's term `A_l cos(g_l (i − j) + φ_l)` of the logit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChunkTerm {
+    /// Angular frequency `g_l` of the chunk (radians per token).
+    pub frequency: f64,
+    /// Amplitude `A_l = |q^(l)| |k^(l)|`.
+    pub amplitude: f64,
+    /// Phase `φ_l = α_l − β_l` in `(−2π, 2π)`.
+    pub phase: f64,
+}
+
+/// The decomposition of one query–key pair's logit over relative position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogitSpectrum {
+    /// One term per rotating chunk, indexed by chunk (0 = fastest).
+    pub terms: Vec<ChunkTerm>,
+    /// Dot product of the coordinates that do not rotate (0 for full RoPE).
+    pub unrotated: f64,
+}
+
+/// Frequency bands for the frequency-dominance statistic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrequencyBands {
+    /// A chunk is low-frequency when `g_l < low_max`.
+    pub low_max: f64,
+    /// A chunk is high-frequency when `g_l ≥ high_min`; medium otherwise.
+    pub high_min: f64,
+}
+
+impl Default for FrequencyBands {
+    fn default() -> Self {
+        Self {
+            low_max: DEFAULT_LOW_BAND_MAX_FREQUENCY,
+            high_min: DEFAULT_HIGH_BAND_MIN_FREQUENCY,
+        }
+    }
+}
+
+/// Share of the total amplitude `Σ_l A_l` in each band (the three shares sum to 1 when any amplitude is non-zero).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BandShares {
+    /// Share of chunks with `g_l < low_max`.
+    pub low: f64,
+    /// Share of chunks with `low_max ≤ g_l < high_min`.
+    pub medium: f64,
+    /// Share of chunks with `g_l ≥ high_min`.
+    pub high: f64,
+}
+
+/// Decomposes the logit of pre-RoPE `q` and `k` (both of length `spec.head_dim`) into per-chunk cosines.
+///
+/// # Panics
+/// If `q` or `k` does not have length `spec.head_dim`.
+#[track_caller]
+pub fn logit_spectrum(spec: &RopeSpec, q: &[f64], k: &[f64]) -> LogitSpectrum {
+    assert_eq!(q.len(), spec.head_dim, "query length must be head_dim");
+    assert_eq!(k.len(), spec.head_dim, "key length must be head_dim");
+    let terms = (0..spec.n_chunks())
+        .map(|l| {
+            let (a, b) = spec.chunk_dims(l);
+            ChunkTerm {
+                frequency: spec.frequency::<f64>(l),
+                amplitude: q[a].hypot(q[b]) * k[a].hypot(k[b]),
+                phase: q[b].atan2(q[a]) - k[b].atan2(k[a]),
+            }
+        })
+        .collect();
+    let unrotated = (spec.rot_dim..spec.head_dim).map(|d| q[d] * k[d]).sum();
+    LogitSpectrum { terms, unrotated }
+}
+
+impl LogitSpectrum {
+    /// The logit at relative position `offset = i − j`: `Σ_l A_l cos(g_l · offset + φ_l) + c`.
+    pub fn logit(&self, offset: f64) -> f64 {
+        let rotating: f64 = self
+            .terms
+            .iter()
+            .map(|t| t.amplitude * (t.frequency * offset + t.phase).cos())
+            .sum();
+        rotating + self.unrotated
+    }
+
+    /// Share of `Σ_l A_l` in the low, medium and high bands; all zero when every amplitude is zero.
+    pub fn band_shares(&self, bands: &FrequencyBands) -> BandShares {
+        let mut shares = BandShares {
+            low: 0.0,
+            medium: 0.0,
+            high: 0.0,
+        };
+        for t in &self.terms {
+            let slot = if t.frequency < bands.low_max {
+                &mut shares.low
+            } else if t.frequency < bands.high_min {
+                &mut shares.medium
+            } else {
+                &mut shares.high
+            };
+            *slot += t.amplitude;
+        }
+        let total = shares.low + shares.medium + shares.high;
+        if total > 0.0 {
+            shares.low /= total;
+            shares.medium /= total;
+            shares.high /= total;
+        }
+        shares
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rope::Pairing;
+
+    #[test]
+    fn single_chunk_phase_is_query_angle_minus_key_angle() {
+        let spec = RopeSpec::new(2, 10000.0, Pairing::Adjacent);
+        let s = logit_spectrum(&spec, &[0.0, 2.0], &[3.0, 0.0]);
+        assert_eq!(s.terms[0].amplitude, 6.0);
+        assert!((s.terms[0].phase - std::f64::consts::FRAC_PI_2).abs() < 1e-15);
+        let shares = s.band_shares(&FrequencyBands::default());
+        assert_eq!((shares.low, shares.medium, shares.high), (0.0, 0.0, 1.0));
+    }
+}

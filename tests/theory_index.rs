@@ -1,0 +1,185 @@
+//! Keeps `theory/` and the tests that check it from drifting apart.
+//!
+//! Convention: every claim document `theory/<claim>.md` has a paragraph beginning `**Tests:**` followed by
+//! backticked references `` `tests/<file>.rs::<test_fn>` `` (the paragraph may wrap over several lines). This file asserts that
+//! 1. every document (except `README.md`) has such a line, and every reference names an existing file containing a
+//!    `#[test] fn <test_fn>` (plain or inside a `proptest!` block);
+//! 2. every `#[test]` function in `tests/theory_*.rs` and `tests/train_*.rs` is referenced by some document
+//!    (this file, the checker itself, excepted);
+//! 3. every document is listed in `theory/README.md`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+/// The marker that starts a document's list of tests.
+const TESTS_MARKER: &str = "**Tests:**";
+/// Test files whose tests must all be referenced, by prefix.
+const CHECKED_PREFIXES: [&str; 2] = ["theory_", "train_"];
+/// This checker, whose own tests are not claims.
+const CHECKER: &str = "tests/theory_index.rs";
+
+/// The `(file, function)` references of one document's `**Tests:**` paragraph (the marker line and the lines
+/// after it up to the next blank line), or `None` without such a paragraph.
+fn test_references(doc: &str) -> Option<Vec<(String, String)>> {
+    let start = doc
+        .lines()
+        .position(|l| l.trim_start().starts_with(TESTS_MARKER))?;
+    let paragraph: Vec<&str> = doc
+        .lines()
+        .skip(start)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    Some(
+        paragraph
+            .join(" ")
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter_map(|span| span.split_once("::"))
+            .map(|(file, function)| (file.trim().to_string(), function.trim().to_string()))
+            .collect(),
+    )
+}
+
+/// Names of the functions in `source` marked `#[test]` (attributes, comments and blank lines may sit between).
+fn test_functions(source: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut pending = false;
+    for line in source.lines().map(str::trim) {
+        if line.starts_with("#[test]") {
+            pending = true;
+        } else if pending && !(line.is_empty() || line.starts_with("#[") || line.starts_with("//"))
+        {
+            let rest = line.trim_start_matches("pub ").trim_start_matches("async ");
+            if let Some(signature) = rest.strip_prefix("fn ") {
+                let name: String = signature
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+            pending = false;
+        }
+    }
+    names
+}
+
+/// Every drift between `root/theory/` and `root/tests/`, one message each.
+fn drift(root: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let theory = root.join("theory");
+    let readme = fs::read_to_string(theory.join("README.md")).unwrap_or_else(|_| {
+        problems.push("theory/README.md is missing".to_string());
+        String::new()
+    });
+    let mut docs: Vec<String> = fs::read_dir(&theory)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|name| name.ends_with(".md") && name != "README.md")
+                .collect()
+        })
+        .unwrap_or_default();
+    docs.sort();
+
+    let mut referenced = BTreeSet::new();
+    for name in &docs {
+        if !readme.contains(name.as_str()) {
+            problems.push(format!("theory/{name} is not listed in theory/README.md"));
+        }
+        let text = fs::read_to_string(theory.join(name)).unwrap_or_default();
+        let Some(refs) = test_references(&text) else {
+            problems.push(format!("theory/{name} has no {TESTS_MARKER} line"));
+            continue;
+        };
+        if refs.is_empty() {
+            problems.push(format!(
+                "theory/{name}: {TESTS_MARKER} names no `tests/<file>.rs::<test>`"
+            ));
+        }
+        for (file, function) in refs {
+            let source = fs::read_to_string(root.join(&file)).ok();
+            if !file.starts_with("tests/") || !file.ends_with(".rs") || source.is_none() {
+                problems.push(format!("theory/{name}: no test file {file}"));
+            } else if !source.is_some_and(|s| test_functions(&s).contains(&function)) {
+                problems.push(format!(
+                    "theory/{name}: {file} has no #[test] fn {function}"
+                ));
+            }
+            referenced.insert((file, function));
+        }
+    }
+
+    let mut test_files: Vec<String> = fs::read_dir(root.join("tests"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".rs") && CHECKED_PREFIXES.iter().any(|p| n.starts_with(p)))
+                .map(|n| format!("tests/{n}"))
+                .filter(|path| path != CHECKER)
+                .collect()
+        })
+        .unwrap_or_default();
+    test_files.sort();
+    for file in test_files {
+        let source = fs::read_to_string(root.join(&file)).unwrap_or_default();
+        for function in test_functions(&source) {
+            if !referenced.contains(&(file.clone(), function.clone())) {
+                problems.push(format!(
+                    "{file}::{function} is not named by any theory document"
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The repository's `theory/` and theory tests are in step.
+#[test]
+fn theory_documents_and_tests_are_in_step() {
+    let problems = drift(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(
+        problems.is_empty(),
+        "theory/ and tests/ drifted:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The checker itself can fail: in a scratch tree with one drift of each kind it reports every one of them, and
+/// it finds tests inside `proptest!` blocks.
+#[test]
+fn drift_check_reports_each_kind_of_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("theory")).unwrap();
+    fs::create_dir_all(root.join("tests")).unwrap();
+    let write = |path: &str, text: &str| fs::write(root.join(path), text).unwrap();
+    write("theory/README.md", "| [a](a.md) | [b](b.md) |\n");
+    write(
+        "theory/a.md",
+        "# A\n**Tests:** `tests/theory_x.rs::checked`, `tests/theory_x.rs::missing`, `tests/theory_y.rs::gone`\n",
+    );
+    write("theory/b.md", "# B without a tests line\n");
+    write("theory/c.md", "**Tests:** `tests/train_z.rs::trained`\n");
+    write(
+        "tests/theory_x.rs",
+        "proptest! {\n    #[test]\n    /// doc\n    fn checked(x in 0..1) {}\n}\n#[test]\nfn orphan() {}\n",
+    );
+    write("tests/train_z.rs", "#[test]\n#[ignore]\nfn trained() {}\n");
+    let problems = drift(root);
+    let expected = [
+        "theory/a.md: tests/theory_x.rs has no #[test] fn missing",
+        "theory/a.md: no test file tests/theory_y.rs",
+        "theory/b.md has no **Tests:** line",
+        "theory/c.md is not listed in theory/README.md",
+        "tests/theory_x.rs::orphan is not named by any theory document",
+    ];
+    assert_eq!(problems.len(), expected.len(), "{problems:#?}");
+    for message in expected {
+        assert!(
+            problems.iter().any(|p| p == message),
+            "missing {message:?} in {problems:#?}"
+        );
+    }
+}

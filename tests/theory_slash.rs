@@ -1,0 +1,506 @@
+//! Executable checks of *Demystifying the Slash Pattern in Attention: the Role of RoPE* (Cheng et al.), as far as
+//! its public text states them (see `theory/slash-*.md` for what was reconstructed).
+
+mod theory_support;
+
+use proptest::prelude::*;
+use rand::Rng;
+use ropescope::analysis::cone::cone_spread;
+use ropescope::analysis::fourier::{logit_spectrum, FrequencyBands};
+use ropescope::analysis::rank::{rank_stats, singular_values};
+use ropescope::analysis::slash::{
+    is_slash_dominant, slash_profile, slash_score, DEFAULT_SLASH_KAPPA,
+};
+use ropescope::analysis::softmax::causal_attention;
+use ropescope::rope::{Pairing, RopeSpec};
+use ropescope::theory::head::{dot, Rotation};
+use ropescope::theory::slash::{
+    cone_rank_one_deficit_bound, rank_one_logit_perturbation, slash_deviation_bound,
+};
+use theory_support::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
+
+fn pairing(adjacent: bool) -> Pairing {
+    if adjacent {
+        Pairing::Adjacent
+    } else {
+        Pairing::HalfSplit
+    }
+}
+
+fn other(pairing: Pairing) -> Pairing {
+    match pairing {
+        Pairing::Adjacent => Pairing::HalfSplit,
+        Pairing::HalfSplit => Pairing::Adjacent,
+    }
+}
+
+/// `(R^i q)·(R^j k)` through the engine's own rotation.
+fn direct_logit(spec: &RopeSpec, q: &[f64], i: usize, k: &[f64], j: usize) -> f64 {
+    let (mut q, mut k) = (q.to_vec(), k.to_vec());
+    spec.rotate(&mut q, i);
+    spec.rotate(&mut k, j);
+    dot(&q, &k)
+}
+
+/// Scale of a logit's terms, `Σ_l A_l + Σ |q_d k_d|` over unrotated coordinates: the tolerance is relative to it.
+fn logit_scale(spec: &RopeSpec, q: &[f64], k: &[f64]) -> f64 {
+    let s = logit_spectrum(spec, q, k);
+    s.terms.iter().map(|t| t.amplitude).sum::<f64>()
+        + (spec.rot_dim..spec.head_dim)
+            .map(|d| (q[d] * k[d]).abs())
+            .sum::<f64>()
+}
+
+// ---------------------------------------------------------------- Fourier identity
+
+/// Relative tolerance of the Fourier identity: angles up to 4096 rad carry absolute errors near 1e-12 in their
+/// sines and cosines, so agreement to 1e-10 of the logit's scale is what f64 guarantees with margin.
+const FOURIER_REL_TOL: f64 = 1e-10;
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// The logit Fourier identity `a[i,j] = Σ_l A_l cos(g_l (i − j) + φ_l)` (+ the unrotated dot product under
+    /// partial rotary) agrees with the direct dot product of rotated vectors, for both pairings.
+    #[test]
+    fn slash_fourier_identity_matches_rope_dot_product(
+        half_dim in 1usize..17,
+        rot_fraction in 0.0f64..=1.0,
+        log_base in 1.0f64..6.0,
+        adjacent in any::<bool>(),
+        i in 0usize..4096,
+        j in 0usize..4096,
+        seed in any::<u64>(),
+    ) {
+        let rot_half = 1 + ((half_dim - 1) as f64 * rot_fraction).round() as usize;
+        let spec = RopeSpec { head_dim: 2 * half_dim, rot_dim: 2 * rot_half, base: 10f64.powf(log_base), pairing: pairing(adjacent) };
+        let mut rng = rng(seed);
+        let (q, k) = (gaussian(&mut rng, 2 * half_dim), gaussian(&mut rng, 2 * half_dim));
+        let reconstructed = logit_spectrum(&spec, &q, &k).logit(i as f64 - j as f64);
+        let direct = direct_logit(&spec, &q, i, &k, j);
+        prop_assert!((reconstructed - direct).abs() <= FOURIER_REL_TOL * logit_scale(&spec, &q, &k));
+    }
+}
+
+/// Companion: decomposing with the wrong pairing (chunks taken from the wrong coordinates) breaks the identity.
+#[test]
+fn slash_fourier_identity_fails_with_wrong_pairing() {
+    let mut rng = rng(SEED);
+    for pairing in [Pairing::Adjacent, Pairing::HalfSplit] {
+        let spec = RopeSpec::new(16, 10_000.0, pairing);
+        let wrong = RopeSpec::new(16, 10_000.0, other(pairing));
+        let (q, k) = (gaussian(&mut rng, 16), gaussian(&mut rng, 16));
+        let spectrum = logit_spectrum(&wrong, &q, &k);
+        let worst = (0..32)
+            .map(|i| (spectrum.logit(i as f64) - direct_logit(&spec, &q, i, &k, 0)).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst > 1e3 * FOURIER_REL_TOL * logit_scale(&spec, &q, &k),
+            "{pairing:?}: {worst}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- rank-one Q, K: Toeplitz, prompt-independent
+
+/// Embedding dimension of the toy model.
+const EMBED_DIM: usize = 16;
+/// Head dimension of the toy model.
+const HEAD_DIM: usize = 16;
+/// Prompt length.
+const PROMPT_LEN: usize = 48;
+/// Vocabulary size.
+const VOCAB: usize = 50;
+/// The slash offset the toy heads are built for.
+const DELTA: usize = 2;
+/// Tolerance on "exactly" Toeplitz logits and equal slash scores: rounding of logits of size ~10.
+const EXACT_TOL: f64 = 1e-12;
+
+/// A toy model: embeddings `x_v = 3a + (component ⊥ a)`, so every token has the same projection on the axis `a`.
+struct ConeModel {
+    axis: Vec<f64>,
+    /// A unit direction ⊥ `a` in which the tokens differ.
+    across: Vec<f64>,
+    embeddings: Vec<Vec<f64>>,
+    rotation: Rotation,
+    /// Query direction `u` (`W_Q = u aᵀ`) and key direction `R^Δ u` (`W_K = R^Δ u aᵀ`): a slash at `Δ`.
+    u: Vec<f64>,
+    w: Vec<f64>,
+}
+
+/// The component of `v` orthogonal to the unit vector `a`.
+fn orthogonal_part(v: &[f64], a: &[f64]) -> Vec<f64> {
+    let along = dot(v, a);
+    v.iter().zip(a).map(|(x, y)| x - along * y).collect()
+}
+
+impl ConeModel {
+    fn new(seed: u64) -> Self {
+        let mut rng = rng(seed);
+        let axis = unit(&gaussian(&mut rng, EMBED_DIM));
+        let across = unit(&orthogonal_part(&gaussian(&mut rng, EMBED_DIM), &axis));
+        let embeddings = (0..VOCAB)
+            .map(|_| {
+                let perp = orthogonal_part(&gaussian(&mut rng, EMBED_DIM), &axis);
+                axis.iter().zip(&perp).map(|(a, p)| 3.0 * a + p).collect()
+            })
+            .collect();
+        let rotation = Rotation::rope(RopeSpec::new(HEAD_DIM, 10_000.0, Pairing::HalfSplit));
+        let u = scaled(&unit(&gaussian(&mut rng, HEAD_DIM)), 0.8);
+        let w = rotation.at(&u, DELTA);
+        Self {
+            axis,
+            across,
+            embeddings,
+            rotation,
+            u,
+            w,
+        }
+    }
+
+    /// Queries and keys of a prompt; with `rank_two`, `W_Q` gains `u₂ bᵀ` for a direction `b ⊥ a` of token variation.
+    fn queries_keys(&self, prompt: &[usize], rank_two: bool) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let u2 = scaled(&self.w, 2.0);
+        let project = |x: &[f64], dir: &[f64], onto: &[f64]| scaled(dir, dot(x, onto));
+        prompt
+            .iter()
+            .map(|&t| {
+                let x = &self.embeddings[t];
+                let mut q = project(x, &self.u, &self.axis);
+                if rank_two {
+                    q.iter_mut()
+                        .zip(project(x, &u2, &self.across))
+                        .for_each(|(a, b)| *a += b);
+                }
+                (q, project(x, &self.w, &self.axis))
+            })
+            .unzip()
+    }
+
+    fn logits(&self, prompt: &[usize], rank_two: bool) -> Vec<f64> {
+        let (queries, keys) = self.queries_keys(prompt, rank_two);
+        self.rotation.logit_matrix(&queries, &keys)
+    }
+}
+
+/// `max |a[i,j] − a[i+1,j+1]|` over the causal part: 0 for a Toeplitz matrix.
+fn toeplitz_defect(logits: &[f64], n: usize) -> f64 {
+    (0..n - 1)
+        .flat_map(|i| (0..=i).map(move |j| (logits[i * n + j] - logits[(i + 1) * n + j + 1]).abs()))
+        .fold(0.0, f64::max)
+}
+
+fn random_prompt(seed: u64) -> Vec<usize> {
+    let mut rng = rng(seed);
+    (0..PROMPT_LEN)
+        .map(|_| rng.random_range(0..VOCAB))
+        .collect()
+}
+
+/// The largest difference between the slash profiles of two prompts.
+fn slash_profile_gap(model: &ConeModel, rank_two: bool) -> f64 {
+    let profiles: Vec<Vec<f64>> = [SEED, SEED + 1]
+        .iter()
+        .map(|&s| {
+            slash_profile(
+                &causal_attention(&model.logits(&random_prompt(s), rank_two), PROMPT_LEN),
+                PROMPT_LEN,
+            )
+        })
+        .collect();
+    profiles[0]
+        .iter()
+        .zip(&profiles[1])
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Rank-one, token-constant queries and keys (embeddings with equal projections on the axis `W_Q`, `W_K` read)
+/// give a Toeplitz logit matrix, so two different prompts have the same slash profile.
+#[test]
+fn slash_rank_one_constant_qk_give_toeplitz_logits_and_prompt_independent_scores() {
+    let model = ConeModel::new(SEED);
+    let logits = model.logits(&random_prompt(SEED), false);
+    assert!(toeplitz_defect(&logits, PROMPT_LEN) <= EXACT_TOL);
+    assert!(slash_profile_gap(&model, false) <= EXACT_TOL);
+    let attention = causal_attention(&logits, PROMPT_LEN);
+    assert!(is_slash_dominant(
+        slash_score(&attention, PROMPT_LEN, DELTA).unwrap(),
+        DEFAULT_SLASH_KAPPA
+    ));
+}
+
+/// Companion: with a rank-two `W_Q` that also reads a direction in which tokens differ, the logits are no longer
+/// Toeplitz and the slash profile depends on the prompt.
+#[test]
+fn slash_rank_two_qk_break_toeplitz_and_prompt_independence() {
+    let model = ConeModel::new(SEED);
+    let logits = model.logits(&random_prompt(SEED), true);
+    assert!(toeplitz_defect(&logits, PROMPT_LEN) > 1e-3);
+    assert!(slash_profile_gap(&model, true) > 1e-3);
+}
+
+// ---------------------------------------------------------------- rank one plus noise
+
+/// Noise levels of the perturbation check, largest first.
+const NOISE_LEVELS: [f64; 5] = [0.1, 0.03, 0.01, 0.003, 0.001];
+/// The rank-one query and key are `3u` and `3R^Δ u`: the toy model's axis projection is 3.
+const AXIS_PROJECTION: f64 = 3.0;
+
+/// How far the slash score moves under noise: `|SlashScore_σ(Δ) − SlashScore_0(Δ)|`, the row-wise deviation
+/// `1/(N−Δ) Σ_i |S_σ[i,i−Δ] − S_0[i,i−Δ]|` (which bounds it and does not let rows cancel), and the bound on both.
+#[derive(Clone, Copy, Debug)]
+struct SlashDeviation {
+    score: f64,
+    rowwise: f64,
+    bound: f64,
+}
+
+/// The slash deviation for `Q = 1qᵀ + σ N_Q (+ e_i kᵀ)`, `K = 1kᵀ + σ N_K` against `Q = 1qᵀ`, `K = 1kᵀ`.
+fn noisy_slash_deviation(
+    model: &ConeModel,
+    sigma: f64,
+    fixed_rank_two: Option<&[f64]>,
+) -> SlashDeviation {
+    let mut rng = rng(SEED);
+    let noise_q: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|_| gaussian(&mut rng, HEAD_DIM))
+        .collect();
+    let noise_k: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|_| gaussian(&mut rng, HEAD_DIM))
+        .collect();
+    let (q, k) = (
+        scaled(&model.u, AXIS_PROJECTION),
+        scaled(&model.w, AXIS_PROJECTION),
+    );
+    let constant = |v: &[f64]| vec![v.to_vec(); PROMPT_LEN];
+    let clean = causal_attention(
+        &model.rotation.logit_matrix(&constant(&q), &constant(&k)),
+        PROMPT_LEN,
+    );
+    let queries: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|i| {
+            let extra = fixed_rank_two.map_or(0.0, |w| w[i]);
+            (0..HEAD_DIM)
+                .map(|d| q[d] + sigma * noise_q[i][d] + extra * k[d])
+                .collect()
+        })
+        .collect();
+    let keys: Vec<Vec<f64>> = (0..PROMPT_LEN)
+        .map(|j| {
+            (0..HEAD_DIM)
+                .map(|d| k[d] + sigma * noise_k[j][d])
+                .collect()
+        })
+        .collect();
+    let noisy = causal_attention(&model.rotation.logit_matrix(&queries, &keys), PROMPT_LEN);
+    let score = (slash_score(&noisy, PROMPT_LEN, DELTA).unwrap()
+        - slash_score(&clean, PROMPT_LEN, DELTA).unwrap())
+    .abs();
+    let at = |i: usize| i * PROMPT_LEN + i - DELTA;
+    let rowwise = (DELTA..PROMPT_LEN)
+        .map(|i| (noisy[at(i)] - clean[at(i)]).abs())
+        .sum::<f64>()
+        / (PROMPT_LEN - DELTA) as f64;
+    let norms = |rows: &[Vec<f64>]| rows.iter().map(|r| norm_sq(r).sqrt()).collect::<Vec<f64>>();
+    let eta = rank_one_logit_perturbation(
+        norm_sq(&q).sqrt(),
+        norm_sq(&k).sqrt(),
+        &norms(&noise_q),
+        &norms(&noise_k),
+        sigma,
+    );
+    let bound = slash_deviation_bound(&clean, PROMPT_LEN, DELTA, &eta).unwrap();
+    SlashDeviation {
+        score,
+        rowwise,
+        bound,
+    }
+}
+
+/// Rank one plus noise of size σ: the slash score moves by no more than the Cauchy–Schwarz/softmax bound, and the
+/// bound and the (row-wise) deviation shrink with σ.
+#[test]
+fn slash_noisy_rank_one_deviation_is_bounded_and_shrinks() {
+    let model = ConeModel::new(SEED);
+    let results: Vec<SlashDeviation> = NOISE_LEVELS
+        .iter()
+        .map(|&s| noisy_slash_deviation(&model, s, None))
+        .collect();
+    println!("per σ: {results:.5?}");
+    assert!(results
+        .iter()
+        .all(|r| r.score <= r.rowwise + EXACT_TOL && r.rowwise <= r.bound + EXACT_TOL));
+    assert!(results
+        .windows(2)
+        .all(|w| w[1].bound < w[0].bound && w[1].rowwise < w[0].rowwise));
+    assert!(results[NOISE_LEVELS.len() - 1].bound < 0.05);
+}
+
+/// Companion: a fixed rank-two component (a token-dependent multiple `e_i ∈ [0.5, 1.5]` of the key direction added
+/// to the queries, not scaled by σ) keeps the slash pattern away from the rank-one one however small the noise:
+/// the row-wise deviation stays above 0.02 at every σ and, at the smallest σ, exceeds the rank-one bound.
+#[test]
+fn slash_rank_two_deviation_does_not_shrink() {
+    let model = ConeModel::new(SEED);
+    let mut rng = rng(SEED + 7);
+    let weights: Vec<f64> = (0..PROMPT_LEN)
+        .map(|_| rng.random_range(0.5..1.5))
+        .collect();
+    let results: Vec<SlashDeviation> = NOISE_LEVELS
+        .iter()
+        .map(|&s| noisy_slash_deviation(&model, s, Some(&weights)))
+        .collect();
+    println!("rank two, per σ: {results:.5?}");
+    assert!(results.iter().all(|r| r.rowwise > 0.02));
+    let smallest = results[NOISE_LEVELS.len() - 1];
+    assert!(smallest.rowwise > smallest.bound);
+}
+
+// ---------------------------------------------------------------- frequency bands
+
+/// Head dimension of the band check (32 chunks, base 10⁴: g from 1 down to 1.3e-4).
+const BAND_DIM: usize = 64;
+/// Sequence length of the band check.
+const BAND_LEN: usize = 64;
+/// Total amplitude `Σ_l A_l`, the same whichever band carries it.
+const BAND_BUDGET: f64 = 16.0;
+
+/// Slash score at `Δ` and band shares of a head whose queries are `ψ` and keys `R^Δ ψ`, with `ψ`'s squared norm
+/// spread evenly over the chunks `keep` selects (random phases).
+fn band_limited_slash(keep: impl Fn(f64) -> bool) -> (Vec<f64>, f64, f64) {
+    let spec = RopeSpec::new(BAND_DIM, 10_000.0, Pairing::HalfSplit);
+    let rotation = Rotation::rope(spec.clone());
+    let chunks: Vec<usize> = (0..spec.n_chunks())
+        .filter(|&l| keep(spec.frequency(l)))
+        .collect();
+    let mut psi = vec![0.0; BAND_DIM];
+    let mut rng = rng(SEED);
+    for &l in &chunks {
+        let (a, b) = spec.chunk_dims(l);
+        let phase: f64 = rng.random_range(0.0..std::f64::consts::TAU);
+        let radius = (BAND_BUDGET / chunks.len() as f64).sqrt();
+        (psi[a], psi[b]) = (radius * phase.cos(), radius * phase.sin());
+    }
+    let key = rotation.at(&psi, DELTA);
+    let shares = logit_spectrum(&spec, &psi, &key).band_shares(&FrequencyBands::default());
+    let logits = rotation.logit_matrix(&vec![psi; BAND_LEN], &vec![key; BAND_LEN]);
+    let profile = slash_profile(&causal_attention(&logits, BAND_LEN), BAND_LEN);
+    (profile, shares.low, shares.medium + shares.high)
+}
+
+/// With only medium and high frequencies (every chunk with `g_l ≥` the low band's edge) the slash peak at `Δ > 0`
+/// persists: `SlashScore(Δ) ≥ κ` and `Δ` is the profile's maximum.
+#[test]
+fn slash_peak_persists_with_medium_and_high_frequencies() {
+    let bands = FrequencyBands::default();
+    let (profile, _, share) = band_limited_slash(|g| g >= bands.low_max);
+    println!("medium/high: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
+    assert!((share - 1.0).abs() < 1e-12);
+    assert!(is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
+    assert!(profile
+        .iter()
+        .enumerate()
+        .all(|(d, &s)| d == DELTA || s < profile[DELTA]));
+}
+
+/// Companion: the same amplitude carried only by low frequencies (medium and high removed) loses the peak:
+/// `SlashScore(Δ) < κ`.
+#[test]
+fn slash_peak_disappears_with_only_low_frequencies() {
+    let bands = FrequencyBands::default();
+    let (profile, share, _) = band_limited_slash(|g| g < bands.low_max);
+    println!("low only: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
+    assert!((share - 1.0).abs() < 1e-12);
+    assert!(!is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
+}
+
+// ---------------------------------------------------------------- cone ⇒ near rank one
+
+/// Token count of the cone check.
+const CONE_TOKENS: usize = 64;
+/// Cone half-angles, widest first.
+const CONE_ANGLES: [f64; 3] = [0.3, 0.1, 0.03];
+/// Gain `s` of `W_Q = s u aᵀ + W_⊥` on the axis.
+const AXIS_GAIN: f64 = 3.0;
+
+/// Embeddings at angle `θ_t` uniform in `[0, θ_max]` from the axis `a` (or, with `None`, uniform on the sphere).
+fn embeddings(axis: &[f64], max_angle: Option<f64>, seed: u64) -> Vec<Vec<f64>> {
+    let mut rng = rng(seed);
+    (0..CONE_TOKENS)
+        .map(|_| match max_angle {
+            Some(max) => {
+                let theta = rng.random_range(0.0..max);
+                let z = unit(&orthogonal_part(&gaussian(&mut rng, EMBED_DIM), axis));
+                axis.iter()
+                    .zip(&z)
+                    .map(|(a, z)| theta.cos() * a + theta.sin() * z)
+                    .collect()
+            }
+            None => unit(&gaussian(&mut rng, EMBED_DIM)),
+        })
+        .collect()
+}
+
+/// `W = s u aᵀ + W_⊥` (row-major `HEAD_DIM × EMBED_DIM`) with `W_⊥ a = 0`, and `‖W_⊥‖₂`.
+fn projection(axis: &[f64], seed: u64) -> (Vec<f64>, f64) {
+    let mut rng = rng(seed);
+    let u = unit(&gaussian(&mut rng, HEAD_DIM));
+    let perp: Vec<f64> = (0..HEAD_DIM)
+        .flat_map(|_| orthogonal_part(&scaled(&gaussian(&mut rng, EMBED_DIM), 0.25), axis))
+        .collect();
+    let perp_norm = singular_values(&perp, HEAD_DIM, EMBED_DIM).unwrap()[0];
+    let w = (0..HEAD_DIM * EMBED_DIM)
+        .map(|x| AXIS_GAIN * u[x / EMBED_DIM] * axis[x % EMBED_DIM] + perp[x])
+        .collect();
+    (w, perp_norm)
+}
+
+/// `X Wᵀ` (one row per token), flattened row-major.
+fn project_all(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+    x.iter()
+        .flat_map(|x| w.chunks(EMBED_DIM).map(move |row| dot(row, x)))
+        .collect()
+}
+
+/// Token embeddings on a cone whose axis `W_Q`, `W_K` project onto give near-rank-one queries and keys: the
+/// rank-one deficit stays under the Eckart–Young bound `n sin²θ_max ‖W_⊥‖₂² / ‖Q‖_F²`, which shrinks with the
+/// cone's angle; the measured cone spread is within twice the construction's angle.
+#[test]
+fn slash_cone_embeddings_give_near_rank_one_qk() {
+    let axis = unit(&gaussian(&mut rng(SEED), EMBED_DIM));
+    for (role, seed) in [("Q", SEED + 1), ("K", SEED + 2)] {
+        let (w, perp_norm) = projection(&axis, seed);
+        let mut previous_bound = f64::INFINITY;
+        for max_angle in CONE_ANGLES {
+            let x = embeddings(&axis, Some(max_angle), seed + 10);
+            assert!(cone_spread(&x).unwrap().max_angle <= 2.0 * max_angle);
+            let q = project_all(&x, &w);
+            let stats = rank_stats(&singular_values(&q, CONE_TOKENS, HEAD_DIM).unwrap()).unwrap();
+            let bound = cone_rank_one_deficit_bound(CONE_TOKENS, max_angle, perp_norm, norm_sq(&q));
+            println!(
+                "{role} θ={max_angle}: share {:.6} eff. rank {:.3} deficit bound {bound:.2e}",
+                stats.rank_one_share, stats.effective_rank
+            );
+            assert!(1.0 - stats.rank_one_share <= bound + EXACT_TOL);
+            assert!(bound < previous_bound);
+            previous_bound = bound;
+        }
+        assert!(previous_bound < 1e-3);
+    }
+}
+
+/// Companion: embeddings spread over the whole sphere (no cone) give queries far from rank one.
+#[test]
+fn slash_embeddings_off_a_cone_give_high_rank_qk() {
+    let axis = unit(&gaussian(&mut rng(SEED), EMBED_DIM));
+    let (w, _) = projection(&axis, SEED + 1);
+    let x = embeddings(&axis, None, SEED + 10);
+    assert!(cone_spread(&x).unwrap().mean_angle > 1.0);
+    let stats =
+        rank_stats(&singular_values(&project_all(&x, &w), CONE_TOKENS, HEAD_DIM).unwrap()).unwrap();
+    assert!(
+        stats.rank_one_share < 0.9 && stats.effective_rank > 2.0,
+        "{stats:?}"
+    );
+}
