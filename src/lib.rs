@@ -10,5 +10,6 @@ pub mod gguf;
 pub mod numeric;
 pub mod quant;
 pub mod rope;
+pub mod tokenizer;
 
 pub use error::{Error, Result};
