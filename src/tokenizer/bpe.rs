@@ -164,9 +164,10 @@ fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (
                 )
             })
         };
+        let pair = (id(left)?, id(right)?);
         let merged = id(&format!("{left}{right}"))?;
         let rank = u32::try_from(rank).map_err(|_| bad(rank, "is beyond 32-bit ranks"))?;
-        ranked.insert((id(left)?, id(right)?), (rank, merged));
+        ranked.insert(pair, (rank, merged));
     }
     Ok(ranked)
 }

@@ -62,7 +62,9 @@ impl SentencePiece {
             vocab,
             priority,
             byte_ids,
-            unk: meta.unk,
+            // HF gives Gemma's tokenizer the unknown token but not the Llama-style one, which drops characters
+            // it can spell neither as a token nor in bytes; the reference ids follow both.
+            unk: if gemma { meta.unk } else { None },
             // Gemma's tokenizer never adds a prefix; Llama-style ones do unless the file says not to.
             add_prefix_space: !gemma && meta.add_space_prefix.unwrap_or(true),
         })
