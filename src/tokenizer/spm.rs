@@ -1,12 +1,13 @@
 //! SentencePiece BPE (`tokenizer.ggml.model = llama`): Llama-style vocabularies and Gemma 3.
 //!
 //! Spaces become `▁`, the text's characters are the starting symbols (a character missing from the vocabulary
-//! becomes its UTF-8 bytes' `<0xXX>` tokens, or the unknown token), and adjacent symbols merge when their
-//! concatenation is a token. The order of merges is the one HF transformers derives from a GGUF vocabulary,
+//! becomes its UTF-8 bytes' `<0xXX>` tokens, failing that Gemma's unknown token), and adjacent symbols merge when
+//! their concatenation is a token. The order of merges is the one HF transformers derives from a GGUF vocabulary,
 //! which the reference ids come from: best merged token first, then the longer left part, then the longer right
 //! part. "Best" is the higher `tokenizer.ggml.scores` entry; for Gemma it is the earlier token id, because
 //! Gemma's scores do not follow its merge order while its token order does (for Gemma 3's ordinary tokens the
-//! two agree: the scores fall strictly with the id).
+//! two agree: the scores fall strictly with the id). Gemma also gets no prefix space, whatever
+//! `tokenizer.ggml.add_space_prefix` says, and its all-space tokens are spelled with `▁`.
 
 use super::merge::merge;
 use super::metadata::Metadata;
