@@ -82,6 +82,11 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+
+    // ---- tokenizer ----
+    /// A tokenizer the metadata describes but ropescope cannot build, or ids it cannot decode.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
 }
 
 /// Result type of the library.

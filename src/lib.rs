@@ -17,6 +17,7 @@ pub mod quant;
 pub mod rope;
 pub mod synthetic;
 pub mod theory;
+pub mod tokenizer;
 pub mod train;
 
 pub use error::{Error, Result};

@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod inspect;
 mod reference;
+mod tokenize;
 mod train;
 
 /// ropescope: exact, inspectable RoPE attention on GGUF models, and executable checks of its theory.
@@ -28,19 +29,10 @@ enum Command {
     Reference(reference::Args),
     /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
     Compare(compare::Args),
+    /// Print the token ids a model's own tokenizer gives a text.
+    Tokenize(tokenize::Args),
     /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
     Train(train::Args),
-}
-
-/// Tokenizes a UTF-8 text file with the model's own tokenizer.
-fn tokenize_file(
-    _file: &crate::gguf::GgufFile,
-    path: &std::path::Path,
-) -> anyhow::Result<Vec<u32>> {
-    anyhow::bail!(
-        "{}: tokenizing text is not available yet; pass --ids",
-        path.display()
-    )
 }
 
 /// Runs the CLI on the process arguments; errors are printed as one line on stderr with a non-zero exit.
@@ -59,6 +51,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Reference(args) => reference::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Tokenize(args) => tokenize::run(args),
         Command::Train(args) => train::run(args),
     };
     match result {

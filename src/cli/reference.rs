@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let file = GgufFile::open(&args.model)?;
     let ids = match (&args.ids, &args.text) {
         (Some(spec), _) => read_ids(spec)?,
-        (None, Some(text)) => super::tokenize_file(&file, text)?,
+        (None, Some(text)) => super::tokenize::ids_of_text_file(&file, text)?,
         (None, None) => bail!("give the prompt with --ids or --text"),
     };
     match args.precision {
