@@ -6,11 +6,14 @@
 //! time ([`AttentionBlock`]: logits and probabilities), then its output, and hands it back
 //! ([`Capture::end_head`]). Heads run in parallel, each `HeadCapture` on one thread; `end_head` is called in
 //! head order, so reductions are deterministic. An analysis that reduces per block never holds a T × T
-//! matrix; [`CollectSink`] keeps everything for small cases.
+//! matrix; [`CollectSink`] keeps everything for small cases. A pair `(a, b)` of captures is a capture, so
+//! several analyses share one forward pass.
 
 mod collect;
+mod compose;
 
 pub use collect::{CollectSink, HeadRecord};
+pub use compose::PairHead;
 
 use crate::numeric::Real;
 use crate::rope::RopeSpec;

@@ -57,6 +57,11 @@ impl<T: Real> Model<T> {
         Ok(Self { config, weights })
     }
 
+    /// The dequantized weights (token embeddings, per-layer projections), for analyses of the weights themselves.
+    pub fn weights(&self) -> &Weights<T> {
+        &self.weights
+    }
+
     /// Checks a prompt before any heavy work: non-empty, every id in the vocabulary, no longer than the
     /// context, and small enough for this machine's available memory.
     pub fn validate(&self, ids: &[u32]) -> Result<()> {
