@@ -26,6 +26,9 @@ fn train(config: SdhConfig) -> SdhReport {
         .report
 }
 
+/// Largest entropy effective rank (Roy & Vetterli) accepted as "near rank one" for the trained 16-dim head.
+const EFFECTIVE_RANK_MAX: f64 = 1.3;
+
 #[test]
 fn slash_head_emerges_and_becomes_rank_one() {
     let r = train(small());
@@ -49,7 +52,12 @@ fn slash_head_emerges_and_becomes_rank_one() {
     assert!(last.slash_at_offset > first.slash_at_offset + 0.5);
     assert!(last.q_sigma1_share > 0.99 && last.q_sigma1_share > first.q_sigma1_share);
     assert!(last.k_sigma1_share > 0.99 && last.k_sigma1_share > first.k_sigma1_share);
-    assert!(r.q_rank_one.effective_rank < 1.1 && r.k_rank_one.effective_rank < 1.1);
+    // Roy & Vetterli's effective rank (p = σ/Σσ) weighs the residual directions linearly: with σ1² carrying
+    // 99.99% of the energy, the 15 residual directions still give about 1.23 (measured, seed 0).
+    assert!(
+        r.q_rank_one.effective_rank < EFFECTIVE_RANK_MAX
+            && r.k_rank_one.effective_rank < EFFECTIVE_RANK_MAX
+    );
     // The head relies on medium and high frequencies (chunks 0-2 carry almost all of Σ A_l).
     assert!(r.chunk_amplitude_share[..3].iter().sum::<f64>() > 0.95);
 }

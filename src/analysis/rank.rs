@@ -16,14 +16,33 @@ pub struct RankStats {
     pub effective_rank: f64,
 }
 
-/// Singular values, largest first, of the row-major `rows × cols` matrix `data`, computed by faer's SVD.
+/// Singular values, largest first, of the row-major `rows × cols` matrix `data`, computed by faer's SVD run
+/// sequentially (faer's parallel SVD rounds differently at different thread counts; results here must not
+/// depend on them).
 ///
 /// # Panics
 /// If `data.len() != rows * cols`.
 #[track_caller]
 pub fn singular_values(data: &[f64], rows: usize, cols: usize) -> Result<Vec<f64>, SvdError> {
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::linalg::svd::{self, ComputeSvdVectors};
     assert_eq!(data.len(), rows * cols, "data must be a rows × cols matrix");
-    faer::Mat::from_fn(rows, cols, |r, c| data[r * cols + c]).singular_values()
+    let a = faer::Mat::from_fn(rows, cols, |r, c| data[r * cols + c]);
+    let mut s = faer::diag::Diag::<f64>::zeros(rows.min(cols));
+    let no = ComputeSvdVectors::No;
+    let scratch = svd::svd_scratch::<f64>(rows, cols, no, no, faer::Par::Seq, Default::default());
+    svd::svd(
+        a.as_ref(),
+        s.as_mut(),
+        None,
+        None,
+        faer::Par::Seq,
+        MemStack::new(&mut MemBuffer::new(scratch)),
+        Default::default(),
+    )?;
+    let mut values: Vec<f64> = s.column_vector().iter().copied().collect();
+    values.sort_by(|a, b| b.total_cmp(a));
+    Ok(values)
 }
 
 /// Rank statistics from singular values; `None` when they are all zero (or there are none).
