@@ -5,6 +5,7 @@
 //! (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
 
 pub mod cone;
+pub mod detectors;
 pub mod fourier;
 pub mod posym;
 pub mod rank;
