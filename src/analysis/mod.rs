@@ -8,6 +8,7 @@ pub mod cone;
 pub mod detectors;
 pub mod fourier;
 pub mod posym;
+pub mod posym_scan;
 pub mod rank;
 pub mod slash;
 pub mod softmax;
