@@ -4,6 +4,7 @@
 //! executable theory checks (`tests/theory_*.rs`) and the analyses of real models. Chunk indices are 0-based
 //! (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
 
+pub mod ablation;
 pub mod cone;
 pub mod detectors;
 pub mod fourier;
