@@ -112,7 +112,7 @@ fn streamed_profiles_equal_slash_scores_of_full_matrices() {
         delta_max: 70,
         ..AblationParams::default()
     };
-    let r = ablation::run(&model, &[ids.clone()], &params, &quiet).unwrap();
+    let r = ablation::run(&model, std::slice::from_ref(&ids), &params, &quiet).unwrap();
     let mut sink = CollectSink::new(vec![0], 0..ids.len());
     model
         .forward(&ids, &ForwardOptions::default(), &mut sink)

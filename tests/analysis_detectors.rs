@@ -53,7 +53,14 @@ fn built_heads_score_their_pattern_and_are_labelled() {
 
 /// TransformerLens's `compute_head_attention_similarity_score` on a full attention matrix `a` (`t × t`) and
 /// a dense detection pattern.
-fn transformer_lens_score(a: &[f64], d: &[f64], t: usize, bos: bool, current: bool, mul: bool) -> f64 {
+fn transformer_lens_score(
+    a: &[f64],
+    d: &[f64],
+    t: usize,
+    bos: bool,
+    current: bool,
+    mul: bool,
+) -> f64 {
     let kept = |i: usize, j: usize| !(bos && j == 0 || current && i == j);
     let (mut num, mut den, mut abs) = (0.0, 0.0, 0.0);
     for i in 0..t {
@@ -92,7 +99,9 @@ fn dense_pattern(p: Pattern, x: &[u32]) -> Vec<f64> {
 
 fn full_attention(model: &Model<f64>, ids: &[u32]) -> Vec<Vec<f64>> {
     let mut sink = CollectSink::new(vec![0], 0..ids.len());
-    model.forward(ids, &ForwardOptions::default(), &mut sink).unwrap();
+    model
+        .forward(ids, &ForwardOptions::default(), &mut sink)
+        .unwrap();
     sink.records.into_iter().map(|r| r.probs).collect()
 }
 
@@ -102,7 +111,11 @@ fn streamed_scores_equal_transformer_lens_on_full_matrices() {
     // Text with repeated tokens, so that duplicate and induction targets exist on text too.
     let texts: Vec<Vec<u32>> = prompts(2, 30)
         .into_iter()
-        .map(|p| p.iter().map(|&x| if x > 8 { x % 8 + 1 } else { x }).collect())
+        .map(|p| {
+            p.iter()
+                .map(|&x| if x > 8 { x % 8 + 1 } else { x })
+                .collect()
+        })
         .collect();
     for (bos, current) in [(false, false), (true, true), (true, false)] {
         let p = DetectorParams {
@@ -130,7 +143,11 @@ fn streamed_scores_equal_transformer_lens_on_full_matrices() {
                             .sum::<f64>()
                             / seqs.len() as f64;
                         let scores = set.get(pattern);
-                        let got = if mul { scores.mul[0][head] } else { scores.abs[0][head] };
+                        let got = if mul {
+                            scores.mul[0][head]
+                        } else {
+                            scores.abs[0][head]
+                        };
                         assert!(
                             (got - expected).abs() < STREAM_TOL,
                             "{pattern:?} head {head} mul={mul} bos={bos} current={current}: {got} vs {expected}"
@@ -146,7 +163,12 @@ fn streamed_scores_equal_transformer_lens_on_full_matrices() {
 fn scores_do_not_depend_on_the_thread_count() {
     let model = known_heads_model();
     let texts = prompts(2, 70);
-    let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+    let pool = |n| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    };
     let one = pool(1).install(|| detectors::run(&model, &texts, &params(), &quiet).unwrap());
     let two = pool(2).install(|| detectors::run(&model, &texts, &params(), &quiet).unwrap());
     assert_eq!(

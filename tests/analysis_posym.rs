@@ -21,7 +21,11 @@ fn prompt(extra: usize) -> Vec<u32> {
     let others = [1u32, 2, 3, 4, 6, 7, 17, 18, 19, 20, 22, 23];
     let mut ids = vec![BOS];
     for p in 0..64 {
-        ids.push(if p / 8 == 2 { 5 + 16 * (p as u32 % 3) } else { others[p * 7 % others.len()] });
+        ids.push(if p / 8 == 2 {
+            5 + 16 * (p as u32 % 3)
+        } else {
+            others[p * 7 % others.len()]
+        });
     }
     ids.push(37); // class 5
     ids.extend((0..extra).map(|_| 9));

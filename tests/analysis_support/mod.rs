@@ -156,7 +156,9 @@ pub fn prompts(n: usize, len: usize) -> Vec<Vec<u32>> {
         .map(|_| {
             std::iter::once(BOS)
                 .chain((1..len).map(|_| {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     1 + (state >> 33) as u32 % 63
                 }))
                 .collect()
