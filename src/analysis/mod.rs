@@ -5,6 +5,7 @@
 //! (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
 
 pub mod ablation;
+pub mod cauchy_schwarz;
 pub mod cone;
 pub mod detectors;
 pub mod fourier;
