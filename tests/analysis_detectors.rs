@@ -191,3 +191,42 @@ fn bad_input_is_an_error_and_progress_counts_passes() {
     detectors::run(&model, &prompts(2, 10), &params(), &|n| count.set(n)).unwrap();
     assert_eq!(count.get(), detectors::passes(2, &params()));
 }
+
+#[test]
+fn built_induction_and_duplicate_heads_score_their_ceiling() {
+    let model = induction_model();
+    let p = DetectorParams {
+        n_random: 4,
+        ..params()
+    };
+    let r = detectors::run(&model, &[vec![BOS, 3, 5, 7, 3, 5]], &p, &quiet).unwrap();
+    // A perfect induction head puts all of a row's attention on its targets when it has any: the score is
+    // the share of rows with a target.
+    let expected: f64 = detectors::random_sequences(INDUCTION_VOCAB, &p)
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let rows = (1..s.len()).filter(|&i| s[..i].contains(&s[i])).count();
+            rows as f64 / s.len() as f64
+        })
+        .sum::<f64>()
+        / 4.0;
+    let induction = r.repeated.get(Pattern::Induction).mul[1][0];
+    assert!(
+        (induction - expected).abs() < BUILT_TOL,
+        "{induction} vs {expected}"
+    );
+    assert!(r
+        .labels
+        .iter()
+        .any(|l| (l.kind, l.layer, l.head) == (Pattern::Induction, 1, 0)));
+    assert!(r.repeated.get(Pattern::Induction).mul[1][1] < 0.1);
+    // The duplicate-token head also attends to itself: without the current token its score is 1.
+    let p = DetectorParams {
+        exclude_current_token: true,
+        ..p
+    };
+    let r = detectors::run(&model, &[vec![BOS, 3, 5, 7, 3, 5]], &p, &quiet).unwrap();
+    let duplicate = r.repeated.get(Pattern::DuplicateToken).mul[1][1];
+    assert!((duplicate - 1.0).abs() < BUILT_TOL, "{duplicate}");
+}

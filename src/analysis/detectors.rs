@@ -6,7 +6,7 @@
 //! - `"mul"`: `Σ(A∘D) / ΣA`, over all rows (row 0 included), the share of the head's attention on the
 //!   pattern;
 //! - `"abs"`: `1 − mean(|A − D|) · T = 1 − Σ_{i, j≤i} |A_ij − D_ij| / T`, from −1 (mismatch) to 1 (match).
-//!   TransformerLens rounds the sum to three decimals; we do not.
+//!   TransformerLens rounds `Σ|A − D| / T` to three decimals; we do not.
 //!
 //! With `exclude_bos`, column 0 is dropped from both (`A[:, 0] = 0` for "mul", `|A − D|[:, 0] = 0` for
 //! "abs"); with `exclude_current_token`, the diagonal likewise. Over several sequences the score is the mean
@@ -125,7 +125,7 @@ pub struct PatternScores {
     /// "mul" score, mean over sequences (sequences with `ΣA = 0` after exclusions are skipped; NaN, written
     /// as null, when all are).
     pub mul: Vec<Vec<f64>>,
-    /// "abs" score, mean over sequences.
+    /// "abs" score, mean over sequences (NaN, written as null, on an empty set).
     pub abs: Vec<Vec<f64>>,
 }
 

@@ -168,3 +168,77 @@ pub fn prompts(n: usize, len: usize) -> Vec<Vec<u32>> {
 
 /// No progress report.
 pub fn quiet(_: u64) {}
+
+/// Token count of [`induction_model`].
+pub const INDUCTION_VOCAB: usize = 16;
+
+/// A two-layer model with an induction head built by K-composition.
+///
+/// `n_embd = 32`: dims 0–15 hold the token one-hot, dims 16–31 a slot for the previous token. Layer 0
+/// head 0 is the previous-token head of [`known_heads_bytes`], its values copy the token dims and its output
+/// writes them into the slot, so after layer 0 position `j` holds `e_{x_j} + e'_{x_{j−1}}` (the feed-forward
+/// blocks are zeroed). In layer 1, head 0 is an induction head: its query codes the current token, its key
+/// the slot, so `q_i · k_j = s²` exactly when `x_{j−1} = x_i`; head 1 is a duplicate-token head (query and key
+/// both code the current token). Codes sit in the unrotated chunks 8–15, one coordinate per token.
+pub fn induction_model() -> Model<f64> {
+    const D: usize = 32;
+    let mut m = SyntheticModel::new("qwen2");
+    m.n_layers = 2;
+    m.n_embd = D;
+    m.vocab = INDUCTION_VOCAB;
+    m.n_heads = 2;
+    m.n_kv_heads = 2;
+    m.head_dim = HEAD_DIM;
+    m.rope_dim = HEAD_DIM;
+    m.n_ff = 16;
+    m.rope_base = BASE as f32;
+    let width = 2 * HEAD_DIM;
+    let mut embd = vec![0.0f32; INDUCTION_VOCAB * D];
+    (0..INDUCTION_VOCAB).for_each(|t| embd[t * D + t] = 1.0);
+    let zeros = |n: usize| vec![0.0f32; n];
+    let mut put = |name: String, v: Vec<f32>| {
+        m.overrides.insert(name, v);
+    };
+    put("token_embd.weight".into(), embd);
+    for l in 0..2 {
+        put(format!("blk.{l}.attn_norm.weight"), vec![1.0; D]);
+        put(format!("blk.{l}.ffn_down.weight"), zeros(16 * D));
+        for t in ["q", "k", "v"] {
+            put(format!("blk.{l}.attn_{t}.bias"), zeros(width));
+        }
+    }
+    // Layer 0: previous-token head 0; values copy the token dims, the output writes them to the slot. The
+    // normed residual of a one-hot token is √32 e_t.
+    let (q, k) = positional_qk(1);
+    let mut bq = zeros(width);
+    let mut bk = zeros(width);
+    for d in 0..HEAD_DIM {
+        bq[d] = q[d] as f32;
+        bk[d] = k[d] as f32;
+    }
+    put("blk.0.attn_q.bias".into(), bq);
+    put("blk.0.attn_k.bias".into(), bk);
+    put("blk.0.attn_q.weight".into(), zeros(width * D));
+    put("blk.0.attn_k.weight".into(), zeros(width * D));
+    let mut wv = zeros(width * D);
+    let mut wo = zeros(D * width);
+    for t in 0..INDUCTION_VOCAB {
+        wv[t * D + t] = 1.0;
+        wo[(16 + t) * width + t] = 1.0 / (D as f32).sqrt();
+    }
+    put("blk.0.attn_v.weight".into(), wv);
+    put("blk.0.attn_output.weight".into(), wo);
+    // Layer 1: the residual is e_t + e'_s with norm √2, so its normed form is 4 (e_t + e'_s).
+    let mut wq = zeros(width * D);
+    let mut wk = zeros(width * D);
+    for t in 0..INDUCTION_VOCAB {
+        let w = (SYMBOLIC_NORM / 4.0) as f32;
+        wq[class_dim(t) * D + t] = w;
+        wk[class_dim(t) * D + 16 + t] = w;
+        wq[(HEAD_DIM + class_dim(t)) * D + t] = w;
+        wk[(HEAD_DIM + class_dim(t)) * D + t] = w;
+    }
+    put("blk.1.attn_q.weight".into(), wq);
+    put("blk.1.attn_k.weight".into(), wk);
+    Model::load(&GgufFile::from_bytes(m.to_bytes()).unwrap()).unwrap()
+}
