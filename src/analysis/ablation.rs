@@ -195,6 +195,7 @@ pub fn run<T: Real>(
     let spec = c
         .layers
         .iter()
+        .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
         .max_by_key(|l| l.rope.n_chunks())
         .map(|l| l.rope.clone())
         .ok_or_else(|| Error::Input("the model has no layers".into()))?;

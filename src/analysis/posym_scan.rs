@@ -2,12 +2,13 @@
 //! (Decoupling Positional and Symbolic Attention; the scores themselves are [`super::posym`]'s).
 //!
 //! For each prompt the query is its last token `n`; its context is the positions `keep_first..n`, cut into
-//! `m` contiguous blocks (the prompt is shortened so that the context is a multiple of `m`). The first
-//! `keep_first` positions (BOS, the usual attention sink) stay in place and outside the blocks; the
-//! attention of the query over the context is renormalised to sum to 1, so that `τ` acts on the context's
-//! share of attention however much a sink takes. One forward pass reads the unswapped attention, then one per
-//! pair of blocks `a < b` reads it with the two blocks' tokens exchanged ([`posym::block_swap_permutation`]):
-//! `1 + m(m−1)/2` passes per prompt. [`posym::block_swap_scores`] aggregates them per head.
+//! `m` contiguous blocks (the prompt's last tokens are dropped so that the context is a multiple of `m`).
+//! The first `keep_first` positions (BOS, the usual attention sink) stay in place and outside the blocks;
+//! the attention of the query over the context is renormalised to sum to 1, so that `τ` acts on the
+//! context's share of attention however much a sink takes. One forward pass reads the unswapped attention,
+//! then one per pair of blocks `a < b` reads it with the two blocks' tokens exchanged
+//! ([`posym::block_swap_permutation`]): `1 + m(m−1)/2` passes per prompt. [`posym::block_swap_scores`]
+//! aggregates them per head.
 //!
 //! Per frequency: the 2-D head that keeps only chunk `l` has logits `a_l[n, j] = scale · (q_n^(l) · k_j^(l))`
 //! from the post-RoPE vectors (no soft-capping) and attention `softmax` over the visible context keys; it is
