@@ -4,9 +4,13 @@
 //! executable theory checks (`tests/theory_*.rs`) and the analyses of real models. Chunk indices are 0-based
 //! (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
 
+pub mod ablation;
+pub mod cauchy_schwarz;
 pub mod cone;
+pub mod detectors;
 pub mod fourier;
 pub mod posym;
+pub mod posym_scan;
 pub mod rank;
 pub mod slash;
 pub mod softmax;

@@ -1,0 +1,399 @@
+//! Frequency ablation at inference (Round and Round We Go, Section 6.1 and Appendix D): run the trained model
+//! with some chunks left unrotated in every layer and measure each head's slash profile and the next-token
+//! loss.
+//!
+//! Variants, over the `n` chunks of the model (chunk 0 = fastest):
+//! - p-RoPE: the `⌊p·n⌋` fastest chunks rotate, the others do not (the paper's `apply_p_rope`:
+//!   `rope_angles = int(p · head_dim // 2)` rotating angles from the highest frequency down). `p = 1` is RoPE,
+//!   `p = 0` NoPE.
+//! - reversed p-RoPE: the `⌊p·n⌋` slowest chunks rotate, the fastest `n − ⌊p·n⌋` do not (the paper's
+//!   `p-RoPE_reversed`, which removes the highest frequencies).
+//! - band masking: no rotation in the chunks of one band (low `g_l < low_max`, medium, high `g_l ≥ high_min`,
+//!   [`FrequencyBands`], the same edges as the frequency-dominance statistic). One mask serves every layer,
+//!   so a chunk's band is taken from its frequency in the first layer with the most chunks.
+//!
+//! Per variant: each head's slash profile `SlashScore(Δ)` for `Δ = 0..=delta_max` ([`super::slash`]: the mean
+//! of `S[i, i−Δ]` over rows `i ≥ Δ`, then over prompts), reduced block by block as attention streams out, and
+//! the mean next-token cross-entropy `−log softmax(z_i)[x_{i+1}]` over every predicted token of every prompt.
+//! The unablated model is run first; each variant reports its change against it.
+
+use super::fourier::{
+    FrequencyBands, DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY,
+};
+use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, LayerPlan};
+use crate::error::{Error, Result};
+use crate::model::{ForwardOptions, Model};
+use crate::numeric::Real;
+use serde::Serialize;
+
+/// Default kept fractions of p-RoPE: RoPE, the paper's 0.75 and 0.25, the half-way 0.5, and NoPE.
+pub const DEFAULT_P_VALUES: [f64; 5] = [1.0, 0.75, 0.5, 0.25, 0.0];
+/// Default kept fractions of reversed p-RoPE (the paper reports 0.75).
+pub const DEFAULT_REVERSED_P_VALUES: [f64; 2] = [0.75, 0.25];
+/// Default largest offset `Δ` of the slash profiles.
+pub const DEFAULT_DELTA_MAX: usize = 16;
+
+/// A frequency band of [`FrequencyBands`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    /// `g_l < low_max`.
+    Low,
+    /// `low_max ≤ g_l < high_min`.
+    Medium,
+    /// `g_l ≥ high_min`.
+    High,
+}
+
+impl Band {
+    /// The band of angular frequency `g`.
+    pub fn of(g: f64, bands: &FrequencyBands) -> Self {
+        if g < bands.low_max {
+            Band::Low
+        } else if g < bands.high_min {
+            Band::Medium
+        } else {
+            Band::High
+        }
+    }
+}
+
+/// Parameters of the ablation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AblationParams {
+    /// Kept fractions `p ∈ [0, 1]` of p-RoPE.
+    pub p_values: Vec<f64>,
+    /// Kept fractions of reversed p-RoPE.
+    pub reversed_p_values: Vec<f64>,
+    /// Bands to mask, one variant each.
+    pub masked_bands: Vec<Band>,
+    /// Upper edge of the low band ([`super::fourier::DEFAULT_LOW_BAND_MAX_FREQUENCY`], radians per token).
+    pub low_band_max: f64,
+    /// Lower edge of the high band ([`super::fourier::DEFAULT_HIGH_BAND_MIN_FREQUENCY`]).
+    pub high_band_min: f64,
+    /// Largest `Δ` of the slash profiles; every prompt must be longer.
+    pub delta_max: usize,
+}
+
+impl Default for AblationParams {
+    fn default() -> Self {
+        Self {
+            p_values: DEFAULT_P_VALUES.to_vec(),
+            reversed_p_values: DEFAULT_REVERSED_P_VALUES.to_vec(),
+            masked_bands: vec![Band::High, Band::Medium, Band::Low],
+            low_band_max: DEFAULT_LOW_BAND_MAX_FREQUENCY,
+            high_band_min: DEFAULT_HIGH_BAND_MIN_FREQUENCY,
+            delta_max: DEFAULT_DELTA_MAX,
+        }
+    }
+}
+
+/// One ablation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Variant {
+    /// The model as trained.
+    Baseline,
+    /// p-RoPE: the fastest `⌊p·n⌋` chunks rotate.
+    PRope {
+        /// Kept fraction.
+        p: f64,
+    },
+    /// Reversed p-RoPE: the slowest `⌊p·n⌋` chunks rotate.
+    Reversed {
+        /// Kept fraction.
+        p: f64,
+    },
+    /// No rotation in one band.
+    BandMasked {
+        /// The unrotated band.
+        band: Band,
+    },
+}
+
+impl Variant {
+    /// Which chunks rotate under this variant, given each chunk's angular frequency (fastest first).
+    pub fn rotated_chunks(&self, frequencies: &[f64], bands: &FrequencyBands) -> Vec<bool> {
+        let n = frequencies.len();
+        let kept = |p: f64| ((p * n as f64).floor() as usize).min(n);
+        match *self {
+            Variant::Baseline => vec![true; n],
+            Variant::PRope { p } => (0..n).map(|l| l < kept(p)).collect(),
+            Variant::Reversed { p } => (0..n).map(|l| l >= n - kept(p)).collect(),
+            Variant::BandMasked { band } => frequencies
+                .iter()
+                .map(|&g| Band::of(g, bands) != band)
+                .collect(),
+        }
+    }
+}
+
+/// Results of one variant.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VariantResult {
+    /// The ablation.
+    pub variant: Variant,
+    /// Which chunks rotate (chunk 0 = fastest).
+    pub rotated_chunks: Vec<bool>,
+    /// Mean next-token cross-entropy (nats per token).
+    pub loss: f64,
+    /// `loss − baseline loss`.
+    pub loss_change: f64,
+    /// `SlashScore(Δ)` for `Δ = 0..=delta_max`, `[layer][head][Δ]`.
+    pub slash_profile: Vec<Vec<Vec<f64>>>,
+    /// The `Δ` of the profile's maximum, `[layer][head]`.
+    pub peak_delta: Vec<Vec<usize>>,
+    /// The profile's maximum, `[layer][head]`.
+    pub peak_score: Vec<Vec<f64>>,
+    /// `SlashScore` at the baseline's peak `Δ` minus the baseline's peak score, `[layer][head]`: how much of
+    /// the head's slash the ablation removed (negative) or added.
+    pub baseline_peak_change: Vec<Vec<f64>>,
+}
+
+/// Result of the ablation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AblationReport {
+    /// Number of predicted tokens the loss averages over.
+    pub n_predicted: usize,
+    /// The band of each chunk (chunk 0 = fastest) under the parameters' edges.
+    pub chunk_bands: Vec<Band>,
+    /// The unablated model (its changes are zero).
+    pub baseline: VariantResult,
+    /// One entry per variant: p-RoPE values, reversed values, then masked bands, in parameter order.
+    pub variants: Vec<VariantResult>,
+}
+
+/// Forward passes [`run`] does: one per prompt for the baseline and for every variant.
+pub fn passes(n_prompts: usize, params: &AblationParams) -> u64 {
+    let variants =
+        params.p_values.len() + params.reversed_p_values.len() + params.masked_bands.len();
+    (n_prompts * (1 + variants)) as u64
+}
+
+/// Runs the baseline and every variant of `params` on `prompts`.
+pub fn run<T: Real>(
+    model: &Model<T>,
+    prompts: &[Vec<u32>],
+    params: &AblationParams,
+    progress: &dyn Fn(u64),
+) -> Result<AblationReport> {
+    if prompts.is_empty() || prompts.iter().any(|p| p.len() <= params.delta_max.max(1)) {
+        return Err(Error::Input(format!(
+            "the ablation needs prompts, each longer than delta_max = {} and than one token",
+            params.delta_max
+        )));
+    }
+    if let Some(p) = params
+        .p_values
+        .iter()
+        .chain(&params.reversed_p_values)
+        .find(|p| !(0.0..=1.0).contains(*p))
+    {
+        return Err(Error::Input(format!("p = {p} is not in [0, 1]")));
+    }
+    let c = &model.config;
+    let spec = c
+        .layers
+        .iter()
+        .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
+        .max_by_key(|l| l.rope.n_chunks())
+        .map(|l| l.rope.clone())
+        .ok_or_else(|| Error::Input("the model has no layers".into()))?;
+    let frequencies: Vec<f64> = (0..spec.n_chunks())
+        .map(|l| spec.frequency::<f64>(l))
+        .collect();
+    let bands = FrequencyBands {
+        low_max: params.low_band_max,
+        high_min: params.high_band_min,
+    };
+    let mut done = 0u64;
+    let mut tick = || {
+        done += 1;
+        progress(done);
+    };
+    let all = vec![true; frequencies.len()];
+    let base = measure(model, prompts, None, params.delta_max, &mut tick)?;
+    let variants = params
+        .p_values
+        .iter()
+        .map(|&p| Variant::PRope { p })
+        .chain(
+            params
+                .reversed_p_values
+                .iter()
+                .map(|&p| Variant::Reversed { p }),
+        )
+        .chain(
+            params
+                .masked_bands
+                .iter()
+                .map(|&band| Variant::BandMasked { band }),
+        )
+        .map(|variant| {
+            let rotated = variant.rotated_chunks(&frequencies, &bands);
+            let m = measure(
+                model,
+                prompts,
+                Some(rotated.clone()),
+                params.delta_max,
+                &mut tick,
+            )?;
+            Ok(m.result(variant, rotated, &base))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(AblationReport {
+        n_predicted: base.n_predicted,
+        chunk_bands: frequencies.iter().map(|&g| Band::of(g, &bands)).collect(),
+        baseline: base.clone().result(Variant::Baseline, all, &base),
+        variants,
+    })
+}
+
+/// Loss and mean slash profiles of one variant.
+#[derive(Clone, Debug)]
+struct Measured {
+    loss: f64,
+    n_predicted: usize,
+    /// `[layer][head][Δ]`.
+    profile: Vec<Vec<Vec<f64>>>,
+}
+
+impl Measured {
+    fn result(self, variant: Variant, rotated_chunks: Vec<bool>, base: &Measured) -> VariantResult {
+        let peak = |p: &[f64]| {
+            p.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (d, &s)| {
+                    if s > best.1 {
+                        (d, s)
+                    } else {
+                        best
+                    }
+                })
+        };
+        let per_head = |f: &dyn Fn(&[f64], &[f64]) -> f64| -> Vec<Vec<f64>> {
+            self.profile
+                .iter()
+                .zip(&base.profile)
+                .map(|(l, bl)| l.iter().zip(bl).map(|(h, bh)| f(h, bh)).collect())
+                .collect()
+        };
+        VariantResult {
+            variant,
+            rotated_chunks,
+            loss: self.loss,
+            loss_change: self.loss - base.loss,
+            peak_delta: self
+                .profile
+                .iter()
+                .map(|l| l.iter().map(|h| peak(h).0).collect())
+                .collect(),
+            peak_score: per_head(&|h, _| peak(h).1),
+            baseline_peak_change: per_head(&|h, bh| {
+                let (d, s) = peak(bh);
+                h[d] - s
+            }),
+            slash_profile: self.profile,
+        }
+    }
+}
+
+/// Runs every prompt with the rotation mask `rope_keep` (`None`: the plain model), calling `tick` after each
+/// pass.
+fn measure<T: Real>(
+    model: &Model<T>,
+    prompts: &[Vec<u32>],
+    rope_keep: Option<Vec<bool>>,
+    delta_max: usize,
+    tick: &mut dyn FnMut(),
+) -> Result<Measured> {
+    let c = &model.config;
+    let mut profile = vec![vec![vec![0.0; delta_max + 1]; c.n_heads]; c.n_layers];
+    let (mut nll, mut n_predicted) = (0.0, 0usize);
+    for ids in prompts {
+        let t = ids.len();
+        let opts = ForwardOptions {
+            logits_rows: 0..t - 1,
+            rope_keep: rope_keep.clone(),
+        };
+        let mut cap = SlashCapture {
+            delta_max,
+            n_heads: c.n_heads,
+            sums: vec![vec![0.0; delta_max + 1]; c.n_layers * c.n_heads],
+        };
+        let out = model.forward(ids, &opts, &mut cap)?;
+        for (row, &target) in out.logits.chunks(c.vocab_size).zip(&ids[1..]) {
+            nll += cross_entropy(row, target as usize);
+        }
+        n_predicted += t - 1;
+        for (i, sums) in cap.sums.iter().enumerate() {
+            let head = &mut profile[i / c.n_heads][i % c.n_heads];
+            for (delta, (p, s)) in head.iter_mut().zip(sums).enumerate() {
+                *p += s / (t - delta) as f64 / prompts.len() as f64;
+            }
+        }
+        tick();
+    }
+    Ok(Measured {
+        loss: nll / n_predicted as f64,
+        n_predicted,
+        profile,
+    })
+}
+
+/// `−log softmax(z)[target] = logsumexp(z) − z[target]`, in f64.
+fn cross_entropy<T: Real>(logits: &[T], target: usize) -> f64 {
+    let max = logits
+        .iter()
+        .map(|z| z.to_f64_exact())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = logits.iter().map(|z| (z.to_f64_exact() - max).exp()).sum();
+    max + sum.ln() - logits[target].to_f64_exact()
+}
+
+/// Streams every head's sub-diagonal sums `Σ_i S[i, i−Δ]`, `Δ = 0..=delta_max`, over one prompt.
+struct SlashCapture {
+    delta_max: usize,
+    n_heads: usize,
+    sums: Vec<Vec<f64>>,
+}
+
+/// Per-head state of a [`SlashCapture`].
+struct SlashHead {
+    sums: Vec<f64>,
+}
+
+impl<T: Real> HeadCapture<T> for SlashHead {
+    fn block(&mut self, _info: &HeadInfo, b: &AttentionBlock<'_, T>) {
+        for i in b.rows.clone() {
+            let row = b.probs_row(i);
+            for (delta, s) in self.sums.iter_mut().enumerate().take(i + 1) {
+                let j = i - delta;
+                if b.cols.contains(&j) {
+                    *s += row[j - b.cols.start].to_f64_exact();
+                }
+            }
+        }
+    }
+}
+
+impl<T: Real> Capture<T> for SlashCapture {
+    type Head = SlashHead;
+
+    fn plan(&self, _layer: usize) -> LayerPlan {
+        LayerPlan {
+            attention: true,
+            ..LayerPlan::default()
+        }
+    }
+
+    fn begin_head(&self, _info: &HeadInfo) -> SlashHead {
+        SlashHead {
+            sums: vec![0.0; self.delta_max + 1],
+        }
+    }
+
+    fn end_head(&mut self, info: &HeadInfo, head: SlashHead) {
+        self.sums[info.layer * self.n_heads + info.head] = head.sums;
+    }
+}
