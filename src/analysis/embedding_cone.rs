@@ -107,7 +107,11 @@ fn head_spread<T: Real>(
         .map(|i| {
             let row = to_f64(&m[i * width + h * hd..i * width + (h + 1) * hd]);
             match norm {
-                Some(g) => row.iter().zip(g).map(|(v, g)| v * g.to_f64_exact()).collect(),
+                Some(g) => row
+                    .iter()
+                    .zip(g)
+                    .map(|(v, g)| v * g.to_f64_exact())
+                    .collect(),
                 None => row,
             }
         })

@@ -53,7 +53,11 @@ impl RowSums {
             let mut x = vec![0.0; m * d];
             let mut u = vec![0.0; m * d];
             for i in 0..m {
-                let row: Vec<f64> = rows.row(start + i).iter().map(|v| v.to_f64_exact()).collect();
+                let row: Vec<f64> = rows
+                    .row(start + i)
+                    .iter()
+                    .map(|v| v.to_f64_exact())
+                    .collect();
                 let norm = row.iter().map(|v| v * v).sum::<f64>().sqrt();
                 for (c, &v) in row.iter().enumerate() {
                     self.sum[c] += v;
@@ -112,7 +116,12 @@ impl RowSums {
         let n = self.count as f64;
         let axis: Vec<f64> = self.unit_sum.iter().map(|v| v / norm).collect();
         let quad: f64 = (0..d)
-            .map(|r| axis[r] * (0..d).map(|c| self.unit_gram[r * d + c] * axis[c]).sum::<f64>())
+            .map(|r| {
+                axis[r]
+                    * (0..d)
+                        .map(|c| self.unit_gram[r * d + c] * axis[c])
+                        .sum::<f64>()
+            })
             .sum();
         let mean = norm / n;
         Some((mean, (quad / n - mean * mean).max(0.0).sqrt()))
@@ -179,7 +188,9 @@ fn chunk_pairs(info: &HeadInfo) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
         .map(|l| info.rope.chunk_dims(l))
         .collect();
     let v_spec = RopeSpec::new(info.value_dim, info.rope.base, info.rope.pairing);
-    let v = (0..v_spec.n_chunks()).map(|l| v_spec.chunk_dims(l)).collect();
+    let v = (0..v_spec.n_chunks())
+        .map(|l| v_spec.chunk_dims(l))
+        .collect();
     (qk, v)
 }
 

@@ -66,13 +66,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.length == 0 {
         bail!("--length must be at least 1");
     }
-    if args.delta_max >= args.length {
-        bail!(
-            "--delta-max ({}) must be below the prompt length ({})",
-            args.delta_max,
-            args.length
-        );
-    }
     let params = ScanParams {
         analyses,
         delta_max: args.delta_max,
@@ -99,6 +92,14 @@ fn run_in<T: Real>(
         model
             .validate(&p.ids)
             .with_context(|| format!("prompt '{}'", p.source))?;
+        if params.delta_max >= p.ids.len() {
+            bail!(
+                "--delta-max ({}) must be below every prompt's length (prompt '{}' has {} tokens)",
+                params.delta_max,
+                p.source,
+                p.ids.len()
+            );
+        }
     }
     let bos = Tokenizer::from_gguf(file).ok().and_then(|t| t.bos_id());
     let random = random_prompts(&natural, c.vocab_size, bos, params.seed);
@@ -106,7 +107,8 @@ fn run_in<T: Real>(
     let (natural_ids, random_ids) = (ids(&natural), ids(&random));
     let bars = Bars::new(args.quiet);
     let outcome = scan::run(&model, &natural_ids, &random_ids, params, &bars)?;
-    let title = format!(
+    let title =
+        format!(
         "ropescope scan of {} ({}, {} layers × {} heads, {}): {} natural{} prompts of {} tokens",
         args.model.display(),
         c.architecture,
@@ -140,7 +142,12 @@ fn run_in<T: Real>(
             n_kv_heads: c.n_kv_heads,
             head_dim: c.head_dim,
             value_dim: c.value_dim,
-            n_chunks: c.layers.iter().map(|l| l.rope.n_chunks()).max().unwrap_or(0),
+            n_chunks: c
+                .layers
+                .iter()
+                .map(|l| l.rope.n_chunks())
+                .max()
+                .unwrap_or(0),
             rope_bases: c.layers.iter().map(|l| l.rope_base).collect(),
             windows: c.layers.iter().map(|l| l.window).collect(),
             context_length: c.context_length,
@@ -159,12 +166,20 @@ fn run_in<T: Real>(
             seed: params.seed,
             prompt_length: args.length,
         },
-        analyses: params.analyses.iter().map(|a| a.name().to_string()).collect(),
+        analyses: params
+            .analyses
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect(),
         elapsed_seconds: start.elapsed().as_secs_f64(),
     };
     let prompts = Prompts {
         natural: natural_ids,
-        random: if outcome.random.is_some() { random_ids } else { Vec::new() },
+        random: if outcome.random.is_some() {
+            random_ids
+        } else {
+            Vec::new()
+        },
     };
     scan::output::write(&args.out, &model, &outcome, params, &meta, &prompts, &text)?;
     print!("{text}");

@@ -90,6 +90,9 @@ mod tests {
             head_slice(&report, (3, 2), (2, 1)),
             Some(serde_json::json!({"score": 6}))
         );
-        assert_eq!(head_slice(&serde_json::json!({"x": 1}), (3, 2), (0, 0)), None);
+        assert_eq!(
+            head_slice(&serde_json::json!({"x": 1}), (3, 2), (0, 0)),
+            None
+        );
     }
 }

@@ -35,8 +35,8 @@ pub fn measure_set<T: Real>(
         .any(|&a| params.runs(a));
     let mut slash = wants_slash.then(|| SlashCapture::new(layers, heads, params.delta_max));
     let mut map = None;
-    let mut vectors = wants_vectors
-        .then(|| VectorStatsCapture::new(layers, heads, params.runs(Analysis::Rank)));
+    let mut vectors =
+        wants_vectors.then(|| VectorStatsCapture::new(layers, heads, params.runs(Analysis::Rank)));
     for (p, ids) in prompts.iter().enumerate() {
         let map_now = (p == 0 && wants_slash)
             .then(|| AttentionMapCapture::new(layers, heads, params.map_size));

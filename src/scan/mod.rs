@@ -97,7 +97,11 @@ pub fn run<T: Real>(
     }
     let mut summary = summary::build(model, &natural_m, random_m.as_ref(), cone.as_ref(), params);
     let mut external = BTreeMap::new();
-    for &a in params.analyses.iter().filter(|&&a| external::is_external(a)) {
+    for &a in params
+        .analyses
+        .iter()
+        .filter(|&&a| external::is_external(a))
+    {
         let Some(runner) = external::runner::<T>(a) else {
             continue;
         };
@@ -121,10 +125,11 @@ pub fn run<T: Real>(
 fn cone_sample<T: Real>(model: &Model<T>, params: &ScanParams) -> Vec<u32> {
     let vocab = model.config.vocab_size;
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let mut ids: Vec<u32> = rand::seq::index::sample(&mut rng, vocab, params.cone_tokens.min(vocab))
-        .into_iter()
-        .map(|i| i as u32)
-        .collect();
+    let mut ids: Vec<u32> =
+        rand::seq::index::sample(&mut rng, vocab, params.cone_tokens.min(vocab))
+            .into_iter()
+            .map(|i| i as u32)
+            .collect();
     ids.sort_unstable();
     ids
 }

@@ -1,6 +1,8 @@
 //! An optional capture is a capture: `None` asks for nothing, so an analysis left out of a scan costs nothing.
 
-use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, HeadRows, HeadVectors, LayerPlan};
+use crate::capture::{
+    AttentionBlock, Capture, HeadCapture, HeadInfo, HeadRows, HeadVectors, LayerPlan,
+};
 use crate::numeric::Real;
 
 impl<T: Real, H: HeadCapture<T>> HeadCapture<T> for Option<H> {

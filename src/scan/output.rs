@@ -37,13 +37,22 @@ pub fn write<T: Real>(
         write_set(dir, "random", r, grid, params)?;
     }
     if params.runs(Analysis::Frequency) || params.runs(Analysis::Fourier) {
-        let n_chunks = c.layers.iter().map(|l| l.rope.n_chunks()).max().unwrap_or(0);
+        let n_chunks = c
+            .layers
+            .iter()
+            .map(|l| l.rope.n_chunks())
+            .max()
+            .unwrap_or(0);
         let freqs: Vec<f64> = c
             .layers
             .iter()
             .flat_map(|l| (0..n_chunks).map(|k| l.rope.frequency::<f64>(k)))
             .collect();
-        npy::write(&dir.join(files::CHUNK_FREQUENCY), &[c.n_layers, n_chunks], &freqs)?;
+        npy::write(
+            &dir.join(files::CHUNK_FREQUENCY),
+            &[c.n_layers, n_chunks],
+            &freqs,
+        )?;
     }
     if let Some(cone) = &outcome.cone {
         for (name, spreads) in [(files::CONE_Q, &cone.queries), (files::CONE_K, &cone.keys)] {
@@ -58,7 +67,10 @@ pub fn write<T: Real>(
         }
     }
     for (name, report) in &outcome.external {
-        write_json(&dir.join(format!("{}.json", name.replace('-', "_"))), report)?;
+        write_json(
+            &dir.join(format!("{}.json", name.replace('-', "_"))),
+            report,
+        )?;
     }
     Ok(())
 }
@@ -78,7 +90,11 @@ fn write_set(
     }
     if let Some(map) = &m.map {
         let side = map.side();
-        npy::write(&path(files::ATTENTION_MAP), &[layers, heads, side, side], map.maps())?;
+        npy::write(
+            &path(files::ATTENTION_MAP),
+            &[layers, heads, side, side],
+            map.maps(),
+        )?;
     }
     let Some(v) = &m.vectors else {
         return Ok(());
@@ -95,7 +111,11 @@ fn write_set(
         let width = rows.iter().map(Vec::len).max().unwrap_or(0);
         let data: Vec<f64> = rows
             .iter()
-            .flat_map(|r| r.iter().copied().chain(std::iter::repeat_n(f64::NAN, width - r.len())))
+            .flat_map(|r| {
+                r.iter()
+                    .copied()
+                    .chain(std::iter::repeat_n(f64::NAN, width - r.len()))
+            })
             .collect();
         npy::write(&path(pattern), &[layers, heads, width], &data)
     };

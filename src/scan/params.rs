@@ -90,7 +90,10 @@ impl Analysis {
 
     /// The available analyses, the default set of a scan.
     pub fn defaults() -> Vec<Analysis> {
-        Analysis::ALL.into_iter().filter(|a| a.available()).collect()
+        Analysis::ALL
+            .into_iter()
+            .filter(|a| a.available())
+            .collect()
     }
 
     /// Parses a comma-separated list of names (or `all`); an unknown or unavailable name is an error.

@@ -44,7 +44,10 @@ pub fn natural_prompts(
         .map(|(_, t)| tokenizer.encode(&format!("\n\n{}", t.trim()), false))
         .collect::<Result<_>>()?;
     if let Some(i) = pieces.iter().position(|p| p.is_empty()) {
-        return Err(Error::Input(format!("prompt text '{}' has no tokens", texts[i].0)));
+        return Err(Error::Input(format!(
+            "prompt text '{}' has no tokens",
+            texts[i].0
+        )));
     }
     (0..count)
         .map(|p| {

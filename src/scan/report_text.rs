@@ -36,7 +36,8 @@ pub fn render(summary: &Summary, title: &str) -> String {
         }
         let _ = writeln!(out);
     }
-    let mut ranked: Vec<&HeadSummary> = summary.heads.iter().filter(|h| h.slash.is_some()).collect();
+    let mut ranked: Vec<&HeadSummary> =
+        summary.heads.iter().filter(|h| h.slash.is_some()).collect();
     ranked.sort_by(|a, b| best(b).total_cmp(&best(a)));
     if !ranked.is_empty() {
         let _ = writeln!(
@@ -75,7 +76,11 @@ pub fn render(summary: &Summary, title: &str) -> String {
             .take(TOP_ROWS)
             .map(|h| format!("L{}H{} {:.2}", h.layer, h.head, sink(h)))
             .collect();
-        let _ = writeln!(out, "\ntop attention on the first token: {}", sinks.join(", "));
+        let _ = writeln!(
+            out,
+            "\ntop attention on the first token: {}",
+            sinks.join(", ")
+        );
     }
     let freq: Vec<f64> = summary
         .heads

@@ -45,14 +45,16 @@ pub fn build<T: Real>(
                 head_slash(
                     &profile(natural_scores.as_ref().expect("scores exist with slash")),
                     s.sinks()[cell],
-                    random_slash.map(|r| (profile(random_scores.as_ref().expect("random scores")), r.sinks()[cell])),
+                    random_slash.map(|r| {
+                        (
+                            profile(random_scores.as_ref().expect("random scores")),
+                            r.sinks()[cell],
+                        )
+                    }),
                     params.kappa,
                 )
             });
-            let sums = natural
-                .vectors
-                .as_ref()
-                .and_then(|v| v.head(layer, head));
+            let sums = natural.vectors.as_ref().and_then(|v| v.head(layer, head));
             let mut summary = HeadSummary {
                 layer,
                 head,
@@ -61,9 +63,16 @@ pub fn build<T: Real>(
                 rank: sums
                     .filter(|_| params.runs(Analysis::Rank))
                     .and_then(head_rank),
-                fourier: sums.filter(|_| params.runs(Analysis::Fourier)).and_then(|s| {
-                    head_fourier(s, &bands, params.delta_max, slash.as_ref().map(|x| x.best_delta))
-                }),
+                fourier: sums
+                    .filter(|_| params.runs(Analysis::Fourier))
+                    .and_then(|s| {
+                        head_fourier(
+                            s,
+                            &bands,
+                            params.delta_max,
+                            slash.as_ref().map(|x| x.best_delta),
+                        )
+                    }),
                 frequency: sums
                     .filter(|_| params.runs(Analysis::Frequency))
                     .and_then(|s| head_frequency(s, &bands)),
@@ -122,7 +131,13 @@ pub fn argmax(values: &[f64]) -> (usize, f64) {
         .iter()
         .copied()
         .enumerate()
-        .fold((0, f64::NEG_INFINITY), |best, (i, v)| if v > best.1 { (i, v) } else { best })
+        .fold((0, f64::NEG_INFINITY), |best, (i, v)| {
+            if v > best.1 {
+                (i, v)
+            } else {
+                best
+            }
+        })
 }
 
 fn head_slash(
@@ -150,7 +165,10 @@ pub fn head_rank(s: &HeadSums) -> Option<HeadRank> {
         rank_stats(&s.q.singular_values()?)?,
         rank_stats(&s.k.singular_values()?)?,
     );
-    let (qc, kc) = (s.q.cosine_to_mean_direction()?, s.k.cosine_to_mean_direction()?);
+    let (qc, kc) = (
+        s.q.cosine_to_mean_direction()?,
+        s.k.cosine_to_mean_direction()?,
+    );
     Some(HeadRank {
         q_rank_one_share: q.rank_one_share,
         q_effective_rank: q.effective_rank,
@@ -311,7 +329,11 @@ pub fn attach_external<T: Real>(
 ) {
     let grid = (model.config.n_layers, model.config.n_heads);
     for h in &mut summary.heads {
-        let slice = |name: &str| reports.get(name).and_then(|r| head_slice(r, grid, (h.layer, h.head)));
+        let slice = |name: &str| {
+            reports
+                .get(name)
+                .and_then(|r| head_slice(r, grid, (h.layer, h.head)))
+        };
         h.posym = slice(Analysis::Posym.name());
         h.detectors = slice(Analysis::Detectors.name());
         h.cauchy_schwarz = slice(Analysis::CauchySchwarz.name());
