@@ -182,8 +182,11 @@ impl VectorStatsCapture {
     }
 }
 
+/// The two coordinates of a chunk.
+type ChunkDims = (usize, usize);
+
 /// Chunk coordinate pairs of q/k (from the layer's RoPE) and of v (the same pairing over `value_dim`).
-fn chunk_pairs(info: &HeadInfo) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+fn chunk_pairs(info: &HeadInfo) -> (Vec<ChunkDims>, Vec<ChunkDims>) {
     let qk = (0..info.rope.n_chunks())
         .map(|l| info.rope.chunk_dims(l))
         .collect();

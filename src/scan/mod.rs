@@ -59,6 +59,9 @@ pub struct ScanOutcome {
     pub summary: format::Summary,
 }
 
+/// The work of one stage, given its progress callback.
+type StageBody<'a> = dyn FnMut(&dyn Fn(u64)) -> Result<()> + 'a;
+
 /// Runs the selected analyses of `params` on `natural` and `random` prompts (the random set is used only by
 /// `intrinsic`).
 pub fn run<T: Real>(
@@ -68,7 +71,7 @@ pub fn run<T: Real>(
     params: &ScanParams,
     progress: &dyn Progress,
 ) -> Result<ScanOutcome> {
-    let stage = |name: &str, total: usize, f: &mut dyn FnMut(&dyn Fn(u64)) -> Result<()>| {
+    let stage = |name: &str, total: usize, f: &mut StageBody<'_>| {
         progress.begin(name, total as u64);
         let r = f(&|n| progress.set(n));
         progress.end();
