@@ -15,6 +15,7 @@ pub mod model;
 pub mod numeric;
 pub mod quant;
 pub mod rope;
+pub mod scan;
 pub mod synthetic;
 pub mod theory;
 pub mod tokenizer;

@@ -1,16 +1,23 @@
 //! Measurements on attention heads, one module per measurement.
 //!
-//! Every function here is pure and works on plain slices (matrices are row-major), so the same code serves the
-//! executable theory checks (`tests/theory_*.rs`) and the analyses of real models. Chunk indices are 0-based
-//! (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
+//! Two kinds of module. The measurement definitions (`slash`, `fourier`, `rank`, `cone`, `posym`, `softmax`) are
+//! pure functions on plain slices (matrices row-major), shared by the executable theory checks
+//! (`tests/theory_*.rs`), the training experiments and the real-model analyses. The real-model analyses stream
+//! over the engine's capture (`slash_stream`, `attention_map`, `vector_stats`) or run their own forward passes
+//! (`posym_scan`, `detectors`, `cauchy_schwarz`, `ablation`), and `embedding_cone` reads the weights. Chunk indices
+//! are 0-based (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
 
 pub mod ablation;
+pub mod attention_map;
 pub mod cauchy_schwarz;
 pub mod cone;
 pub mod detectors;
+pub mod embedding_cone;
 pub mod fourier;
 pub mod posym;
 pub mod posym_scan;
 pub mod rank;
 pub mod slash;
+pub mod slash_stream;
 pub mod softmax;
+pub mod vector_stats;

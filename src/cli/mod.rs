@@ -7,6 +7,7 @@ mod args;
 mod compare;
 mod inspect;
 mod reference;
+mod scan;
 mod tokenize;
 mod train;
 
@@ -29,6 +30,8 @@ enum Command {
     Reference(reference::Args),
     /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
     Compare(compare::Args),
+    /// Scan every head: slash scores on natural and random prompts, rank, Fourier, frequency usage, cone, labels.
+    Scan(scan::Args),
     /// Print the token ids a model's own tokenizer gives a text.
     Tokenize(tokenize::Args),
     /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
@@ -51,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Reference(args) => reference::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Scan(args) => scan::run(args),
         Command::Tokenize(args) => tokenize::run(args),
         Command::Train(args) => train::run(args),
     };

@@ -1,0 +1,120 @@
+//! The slash paper's cone condition on a model's weights: the angular spread of token embeddings around their
+//! mean direction, and of their images under each head's query and key projections.
+//!
+//! The image of embedding `e` under head `h` of layer `l` is `W_Q^(h) (g_l ⊙ e) + b` (then `⊙ n_q` with
+//! QK-norm), `g_l` the layer's attention-norm weights: the query the head would form if `e` reached it
+//! unchanged. RMSNorm's division by a per-row scalar does not change angles and is omitted. Angles as in
+//! [`super::cone`].
+
+use super::cone::{cone_spread, ConeSpread};
+use crate::linalg::matmul_transb;
+use crate::model::Model;
+use crate::numeric::Real;
+
+/// Mean and largest angle (radians) of a set of vectors to their axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Mean angle.
+    pub mean_angle: f64,
+    /// Largest angle.
+    pub max_angle: f64,
+}
+
+impl From<&ConeSpread> for Spread {
+    fn from(c: &ConeSpread) -> Self {
+        Self {
+            mean_angle: c.mean_angle,
+            max_angle: c.max_angle,
+        }
+    }
+}
+
+/// Cone spreads of sampled embeddings and of their per-head projections.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbeddingCone {
+    /// Number of embeddings used.
+    pub n_tokens: usize,
+    /// Spread of the embeddings; `None` when undefined (a zero embedding, or unit vectors that cancel).
+    pub embeddings: Option<Spread>,
+    /// `[L·H]` spread after W_Q, per query head.
+    pub queries: Vec<Option<Spread>>,
+    /// `[L·H]` spread after W_K of each query head's KV head.
+    pub keys: Vec<Option<Spread>>,
+}
+
+/// Measures the cone condition on the embeddings of `token_ids` (each below the vocabulary size).
+pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> EmbeddingCone {
+    let c = &model.config;
+    let w = model.weights();
+    let (n, d, hd) = (token_ids.len(), c.n_embd, c.head_dim);
+    let rows: Vec<&[T]> = token_ids
+        .iter()
+        .map(|&t| &w.token_embd[t as usize * d..(t as usize + 1) * d])
+        .collect();
+    let embeddings = cone_spread(&rows.iter().map(|r| to_f64(r)).collect::<Vec<_>>());
+    let mut queries = Vec::with_capacity(c.n_layers * c.n_heads);
+    let mut keys = Vec::with_capacity(c.n_layers * c.n_heads);
+    for lw in &w.layers {
+        let x: Vec<T> = rows
+            .iter()
+            .flat_map(|r| r.iter().zip(&lw.attn_norm).map(|(&e, &g)| e * g))
+            .collect();
+        let q = project(&x, n, d, &lw.wq, lw.bq.as_deref());
+        let k = project(&x, n, d, &lw.wk, lw.bk.as_deref());
+        let (qn, kn) = match &lw.qk_norm {
+            Some((qn, kn)) => (Some(qn.as_slice()), Some(kn.as_slice())),
+            None => (None, None),
+        };
+        let kv_spreads: Vec<Option<Spread>> = (0..c.n_kv_heads)
+            .map(|g| head_spread(&k, n, c.n_kv_heads * hd, g, hd, kn))
+            .collect();
+        for h in 0..c.n_heads {
+            queries.push(head_spread(&q, n, c.n_heads * hd, h, hd, qn));
+            keys.push(kv_spreads[h / c.group_size()]);
+        }
+    }
+    EmbeddingCone {
+        n_tokens: n,
+        embeddings: embeddings.as_ref().map(Spread::from),
+        queries,
+        keys,
+    }
+}
+
+fn to_f64<T: Real>(x: &[T]) -> Vec<f64> {
+    x.iter().map(|v| v.to_f64_exact()).collect()
+}
+
+fn project<T: Real>(x: &[T], n: usize, d: usize, w: &[T], bias: Option<&[T]>) -> Vec<T> {
+    let mut y = matmul_transb(x, n, d, w, w.len() / d);
+    if let Some(b) = bias {
+        y.chunks_mut(b.len())
+            .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
+    }
+    y
+}
+
+/// Spread of head `h`'s rows (`width` apart, `hd` wide) of `m`, scaled by the QK-norm weights if any.
+fn head_spread<T: Real>(
+    m: &[T],
+    n: usize,
+    width: usize,
+    h: usize,
+    hd: usize,
+    norm: Option<&[T]>,
+) -> Option<Spread> {
+    let vectors: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            let row = to_f64(&m[i * width + h * hd..i * width + (h + 1) * hd]);
+            match norm {
+                Some(g) => row
+                    .iter()
+                    .zip(g)
+                    .map(|(v, g)| v * g.to_f64_exact())
+                    .collect(),
+                None => row,
+            }
+        })
+        .collect();
+    cone_spread(&vectors).as_ref().map(Spread::from)
+}

@@ -1,0 +1,247 @@
+//! Streaming statistics of a head's pre-RoPE queries and keys and its values, from [`HeadVectors`]:
+//! the rank-one structure (analysis 3), the mean vectors of the logit Fourier decomposition (analysis 4) and
+//! the mean chunk norms of frequency usage (analysis 5).
+//!
+//! Chunks are indexed by frequency through [`RopeSpec::chunk_dims`] (chunk 0 fastest), never by raw coordinate.
+//! Value vectors, which do not rotate, are paired the same way over `value_dim`.
+
+use crate::capture::{Capture, HeadCapture, HeadInfo, HeadRows, HeadVectors, LayerPlan};
+use crate::linalg::gemm_transb;
+use crate::numeric::Real;
+use crate::rope::RopeSpec;
+
+/// Rows per batch of the Gram-matrix update.
+pub const GRAM_ROWS: usize = 512;
+
+/// Sums over the rows of one head's vectors (one of q, k): everything the statistics need, additive over
+/// prompts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowSums {
+    /// Number of rows summed.
+    pub count: usize,
+    /// `Σ x_i` (length `d`).
+    pub sum: Vec<f64>,
+    /// `Σ x_i x_iᵀ`, row-major `d × d` (empty unless Gram matrices were asked for).
+    pub gram: Vec<f64>,
+    /// `Σ u_i`, `u_i = x_i / ‖x_i‖` (zero rows skipped).
+    pub unit_sum: Vec<f64>,
+    /// `Σ u_i u_iᵀ`, row-major `d × d` (empty unless Gram matrices were asked for).
+    pub unit_gram: Vec<f64>,
+    /// `Σ ‖x_i^(l)‖` per chunk.
+    pub chunk_norm_sum: Vec<f64>,
+}
+
+impl RowSums {
+    fn new(dim: usize, n_chunks: usize, grams: bool) -> Self {
+        let g = if grams { dim * dim } else { 0 };
+        Self {
+            count: 0,
+            sum: vec![0.0; dim],
+            gram: vec![0.0; g],
+            unit_sum: vec![0.0; dim],
+            unit_gram: vec![0.0; g],
+            chunk_norm_sum: vec![0.0; n_chunks],
+        }
+    }
+
+    /// Adds every row of `rows`, with chunks `chunks`, [`GRAM_ROWS`] rows at a time (memory stays `O(d)` per
+    /// row of a batch, whatever the sequence length).
+    fn add_rows<T: Real>(&mut self, rows: &HeadRows<'_, T>, chunks: &[(usize, usize)]) {
+        let (n, d) = (rows.len(), rows.dim());
+        for start in (0..n).step_by(GRAM_ROWS) {
+            let m = GRAM_ROWS.min(n - start);
+            let mut x = vec![0.0; m * d];
+            let mut u = vec![0.0; m * d];
+            for i in 0..m {
+                let row: Vec<f64> = rows
+                    .row(start + i)
+                    .iter()
+                    .map(|v| v.to_f64_exact())
+                    .collect();
+                let norm = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+                for (c, &v) in row.iter().enumerate() {
+                    self.sum[c] += v;
+                    x[c * m + i] = v;
+                    if norm > 0.0 {
+                        self.unit_sum[c] += v / norm;
+                        u[c * m + i] = v / norm;
+                    }
+                }
+                for (s, &(a, b)) in self.chunk_norm_sum.iter_mut().zip(chunks) {
+                    *s += row[a].hypot(row[b]);
+                }
+            }
+            if !self.gram.is_empty() {
+                accumulate_gram(&mut self.gram, &x, d, m);
+                accumulate_gram(&mut self.unit_gram, &u, d, m);
+            }
+        }
+        self.count += n;
+    }
+
+    fn merge(&mut self, other: &RowSums) {
+        self.count += other.count;
+        let pairs = [
+            (&mut self.sum, &other.sum),
+            (&mut self.gram, &other.gram),
+            (&mut self.unit_sum, &other.unit_sum),
+            (&mut self.unit_gram, &other.unit_gram),
+            (&mut self.chunk_norm_sum, &other.chunk_norm_sum),
+        ];
+        for (a, b) in pairs {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        }
+    }
+
+    /// Mean vector `Σ x_i / n` (zero when empty).
+    pub fn mean(&self) -> Vec<f64> {
+        let n = self.count.max(1) as f64;
+        self.sum.iter().map(|s| s / n).collect()
+    }
+
+    /// Mean chunk norms `Σ ‖x_i^(l)‖ / n`.
+    pub fn mean_chunk_norms(&self) -> Vec<f64> {
+        let n = self.count.max(1) as f64;
+        self.chunk_norm_sum.iter().map(|s| s / n).collect()
+    }
+
+    /// Mean and standard deviation of the cosine of `x_i` to the mean direction `â = U/‖U‖`, `U = Σ u_i`:
+    /// `‖U‖/n` and `√(âᵀ G_u â / n − mean²)`. `None` without Gram matrices or rows.
+    pub fn cosine_to_mean_direction(&self) -> Option<(f64, f64)> {
+        let d = self.unit_sum.len();
+        let norm = self.unit_sum.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if self.unit_gram.is_empty() || self.count == 0 || norm == 0.0 {
+            return None;
+        }
+        let n = self.count as f64;
+        let axis: Vec<f64> = self.unit_sum.iter().map(|v| v / norm).collect();
+        let quad: f64 = (0..d)
+            .map(|r| {
+                axis[r]
+                    * (0..d)
+                        .map(|c| self.unit_gram[r * d + c] * axis[c])
+                        .sum::<f64>()
+            })
+            .sum();
+        let mean = norm / n;
+        Some((mean, (quad / n - mean * mean).max(0.0).sqrt()))
+    }
+
+    /// Singular values, largest first, of the matrix stacking every row summed: `√λ_k(Σ x_i x_iᵀ)`.
+    pub fn singular_values(&self) -> Option<Vec<f64>> {
+        let d = self.sum.len();
+        if self.gram.is_empty() {
+            return None;
+        }
+        let eig = super::rank::singular_values(&self.gram, d, d).ok()?;
+        Some(eig.iter().map(|l| l.max(0.0).sqrt()).collect())
+    }
+}
+
+/// `gram += xᵀ x` for `x` given transposed (`d × n`, row-major).
+fn accumulate_gram(gram: &mut [f64], x_t: &[f64], d: usize, n: usize) {
+    let mut product = vec![0.0; d * d];
+    gemm_transb(&mut product, d, x_t, n, x_t, n, (d, d, n), 1.0);
+    gram.iter_mut().zip(&product).for_each(|(g, p)| *g += p);
+}
+
+/// The sums of one head: pre-RoPE queries, pre-RoPE keys (of its KV head) and values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeadSums {
+    /// Pre-RoPE queries.
+    pub q: RowSums,
+    /// Pre-RoPE keys.
+    pub k: RowSums,
+    /// Values (no Gram matrices).
+    pub v: RowSums,
+    /// The layer's rotary embedding (set once a prompt has run).
+    pub rope: Option<RopeSpec>,
+}
+
+/// Streams [`HeadSums`] of every head over a prompt set.
+#[derive(Clone, Debug)]
+pub struct VectorStatsCapture {
+    n_heads: usize,
+    grams: bool,
+    heads: Vec<Option<HeadSums>>,
+}
+
+impl VectorStatsCapture {
+    /// Statistics of `n_layers × n_heads` heads; `grams` adds the `d × d` Gram matrices the rank statistics need.
+    pub fn new(n_layers: usize, n_heads: usize, grams: bool) -> Self {
+        Self {
+            n_heads,
+            grams,
+            heads: vec![None; n_layers * n_heads],
+        }
+    }
+
+    /// The sums of `(layer, head)`, once a prompt has run.
+    pub fn head(&self, layer: usize, head: usize) -> Option<&HeadSums> {
+        self.heads.get(layer * self.n_heads + head)?.as_ref()
+    }
+}
+
+/// The two coordinates of a chunk.
+type ChunkDims = (usize, usize);
+
+/// Chunk coordinate pairs of q/k (from the layer's RoPE) and of v (the same pairing over `value_dim`).
+fn chunk_pairs(info: &HeadInfo) -> (Vec<ChunkDims>, Vec<ChunkDims>) {
+    let qk = (0..info.rope.n_chunks())
+        .map(|l| info.rope.chunk_dims(l))
+        .collect();
+    let v_spec = RopeSpec::new(info.value_dim, info.rope.base, info.rope.pairing);
+    let v = (0..v_spec.n_chunks())
+        .map(|l| v_spec.chunk_dims(l))
+        .collect();
+    (qk, v)
+}
+
+/// One head's sums for the current prompt.
+pub struct VectorStatsHead {
+    sums: HeadSums,
+}
+
+impl<T: Real> HeadCapture<T> for VectorStatsHead {
+    fn vectors(&mut self, info: &HeadInfo, vectors: &HeadVectors<'_, T>) {
+        let (qk, v) = chunk_pairs(info);
+        self.sums.q.add_rows(&vectors.q_pre, &qk);
+        self.sums.k.add_rows(&vectors.k_pre, &qk);
+        self.sums.v.add_rows(&vectors.v, &v);
+    }
+}
+
+impl<T: Real> Capture<T> for VectorStatsCapture {
+    type Head = VectorStatsHead;
+
+    fn plan(&self, _layer: usize) -> LayerPlan {
+        LayerPlan {
+            vectors: true,
+            ..LayerPlan::default()
+        }
+    }
+
+    fn begin_head(&self, info: &HeadInfo) -> VectorStatsHead {
+        let (d, c) = (info.head_dim, info.rope.n_chunks());
+        VectorStatsHead {
+            sums: HeadSums {
+                q: RowSums::new(d, c, self.grams),
+                k: RowSums::new(d, c, self.grams),
+                v: RowSums::new(info.value_dim, info.value_dim / 2, false),
+                rope: Some(info.rope.clone()),
+            },
+        }
+    }
+
+    fn end_head(&mut self, info: &HeadInfo, head: VectorStatsHead) {
+        let slot = &mut self.heads[info.layer * self.n_heads + info.head];
+        match slot {
+            Some(total) => {
+                total.q.merge(&head.sums.q);
+                total.k.merge(&head.sums.k);
+                total.v.merge(&head.sums.v);
+            }
+            None => *slot = Some(head.sums),
+        }
+    }
+}

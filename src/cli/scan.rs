@@ -1,0 +1,291 @@
+//! `ropescope scan`: the streaming analyses of a model on natural and random prompts, labels per head, and an
+//! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
+
+use super::args::Precision;
+use crate::export::reference::sha256_file;
+use crate::gguf::GgufFile;
+use crate::model::Model;
+use crate::numeric::Real;
+use crate::scan::format::{Meta, ModelMeta, Parameters, PromptSetMeta, Prompts, FORMAT_VERSION};
+use crate::scan::prompts::{natural_prompts, random_prompts, Prompt, BUILTIN_TEXTS};
+use crate::scan::{self, params, Analysis, Progress, ScanParams};
+use crate::tokenizer::Tokenizer;
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Arguments of `ropescope scan`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The GGUF model file.
+    model: PathBuf,
+    /// Output directory (created if needed).
+    #[arg(long, default_value = "scan-out")]
+    out: PathBuf,
+    /// Prompt files instead of the built-in texts: UTF-8 text (tokenized with the model's tokenizer) or `.npy`
+    /// token ids (used as they are).
+    #[arg(long, num_args = 1..)]
+    prompts: Vec<PathBuf>,
+    /// Tokens per natural prompt (texts are continued cyclically up to it).
+    #[arg(long, default_value_t = params::DEFAULT_PROMPT_LENGTH)]
+    length: usize,
+    /// Number of natural prompts (default: one per text or file); as many random prompts are made.
+    #[arg(long)]
+    count: Option<usize>,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    precision: Precision,
+    /// Analyses, comma-separated (slash, intrinsic, rank, fourier, frequency, posym, detectors,
+    /// cauchy-schwarz, cone, ablation) or `all` (every analysis of this build).
+    #[arg(long, default_value = "all")]
+    analyses: String,
+    /// Largest slash offset Δ.
+    #[arg(long, default_value_t = params::DEFAULT_DELTA_MAX)]
+    delta_max: usize,
+    /// κ of (κ, Δ)-slash dominance.
+    #[arg(long, default_value_t = params::DEFAULT_KAPPA)]
+    kappa: f64,
+    /// Seed of the random prompts and of the cone sample.
+    #[arg(long, default_value_t = params::DEFAULT_SEED)]
+    seed: u64,
+    /// Hide the progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs `scan`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let file = GgufFile::open(&args.model)?;
+    let analyses = Analysis::parse_list(&args.analyses)?;
+    if !(0.0..=1.0).contains(&args.kappa) {
+        bail!("--kappa must be between 0 and 1");
+    }
+    if args.length == 0 {
+        bail!("--length must be at least 1");
+    }
+    let params = ScanParams {
+        analyses,
+        delta_max: args.delta_max,
+        kappa: args.kappa,
+        seed: args.seed,
+        ..ScanParams::default()
+    };
+    match args.precision {
+        Precision::F32 => run_in::<f32>(&args, &file, &params, start),
+        Precision::F64 => run_in::<f64>(&args, &file, &params, start),
+    }
+}
+
+fn run_in<T: Real>(
+    args: &Args,
+    file: &GgufFile,
+    params: &ScanParams,
+    start: Instant,
+) -> anyhow::Result<()> {
+    let model = Model::<T>::load(file).context("loading the model")?;
+    let c = &model.config;
+    let natural = natural_set(args, file)?;
+    for p in &natural {
+        model
+            .validate(&p.ids)
+            .with_context(|| format!("prompt '{}'", p.source))?;
+        if params.delta_max >= p.ids.len() {
+            bail!(
+                "--delta-max ({}) must be below every prompt's length (prompt '{}' has {} tokens)",
+                params.delta_max,
+                p.source,
+                p.ids.len()
+            );
+        }
+    }
+    let bos = Tokenizer::from_gguf(file).ok().and_then(|t| t.bos_id());
+    let random = random_prompts(&natural, c.vocab_size, bos, params.seed);
+    let ids = |ps: &[Prompt]| ps.iter().map(|p| p.ids.clone()).collect::<Vec<_>>();
+    let (natural_ids, random_ids) = (ids(&natural), ids(&random));
+    let bars = Bars::new(args.quiet);
+    let outcome = scan::run(&model, &natural_ids, &random_ids, params, &bars)?;
+    let title =
+        format!(
+        "ropescope scan of {} ({}, {} layers × {} heads, {}): {} natural{} prompts of {} tokens",
+        args.model.display(),
+        c.architecture,
+        c.n_layers,
+        c.n_heads,
+        T::NAME,
+        natural.len(),
+        if outcome.random.is_some() { " and random" } else { "" },
+        args.length
+    );
+    let text = scan::report_text::render(&outcome.summary, &title);
+    let set_meta = |name: &str, ps: &[Prompt]| PromptSetMeta {
+        name: name.into(),
+        count: ps.len(),
+        lengths: ps.iter().map(|p| p.ids.len()).collect(),
+        sources: ps.iter().map(|p| p.source.clone()).collect(),
+    };
+    let mut prompt_sets = vec![set_meta("natural", &natural)];
+    if outcome.random.is_some() {
+        prompt_sets.push(set_meta("random", &random));
+    }
+    let meta = Meta {
+        format_version: FORMAT_VERSION,
+        ropescope_version: env!("CARGO_PKG_VERSION").into(),
+        model_file: args.model.display().to_string(),
+        model_sha256: sha256_file(&args.model)?,
+        model: ModelMeta {
+            architecture: c.architecture.clone(),
+            n_layers: c.n_layers,
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            value_dim: c.value_dim,
+            n_chunks: c
+                .layers
+                .iter()
+                .map(|l| l.rope.n_chunks())
+                .max()
+                .unwrap_or(0),
+            rope_bases: c.layers.iter().map(|l| l.rope_base).collect(),
+            windows: c.layers.iter().map(|l| l.window).collect(),
+            context_length: c.context_length,
+            vocab_size: c.vocab_size,
+        },
+        precision: T::NAME.into(),
+        prompt_sets,
+        parameters: Parameters {
+            delta_max: params.delta_max,
+            kappa: params.kappa,
+            low_band_max_frequency: params.low_band_max_frequency,
+            high_band_min_frequency: params.high_band_min_frequency,
+            sink_threshold: params.sink_threshold,
+            map_size: params.map_size,
+            cone_tokens: params.cone_tokens,
+            seed: params.seed,
+            prompt_length: args.length,
+        },
+        analyses: params
+            .analyses
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect(),
+        elapsed_seconds: start.elapsed().as_secs_f64(),
+    };
+    let prompts = Prompts {
+        natural: natural_ids,
+        random: if outcome.random.is_some() {
+            random_ids
+        } else {
+            Vec::new()
+        },
+    };
+    scan::output::write(&args.out, &model, &outcome, params, &meta, &prompts, &text)?;
+    print!("{text}");
+    eprintln!(
+        "wrote {} in {:.1} s",
+        args.out.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The natural prompts: built-in texts, or the given files (text or `.npy` ids).
+fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
+    let (npy, texts): (Vec<&PathBuf>, Vec<&PathBuf>) = args
+        .prompts
+        .iter()
+        .partition(|p| p.extension().is_some_and(|e| e == "npy"));
+    if !npy.is_empty() {
+        if !texts.is_empty() {
+            bail!("give prompts either as text files or as .npy token ids, not both");
+        }
+        let mut prompts = npy
+            .iter()
+            .map(|p| read_ids(p))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if let Some(n) = args.count {
+            prompts = prompts.into_iter().cycle().take(n).collect();
+        }
+        return Ok(prompts);
+    }
+    let texts: Vec<(String, String)> = if texts.is_empty() {
+        BUILTIN_TEXTS
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect()
+    } else {
+        texts
+            .iter()
+            .map(|p| {
+                let t = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading {}", p.display()))?;
+                Ok((p.display().to_string(), t))
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    let tokenizer = Tokenizer::from_gguf(file)
+        .context("the model's tokenizer is needed for text prompts (or give .npy token ids)")?;
+    let count = args.count.unwrap_or(texts.len());
+    Ok(natural_prompts(&tokenizer, &texts, count, args.length)?)
+}
+
+/// Token ids from a `.npy` file of integers, cut to `--length`.
+fn read_ids(path: &Path) -> anyhow::Result<Prompt> {
+    let a = crate::export::npy::Array::read(path)?;
+    let ids = a
+        .to_i64()
+        .with_context(|| format!("{}: token ids must be integers", path.display()))?
+        .into_iter()
+        .map(|v| u32::try_from(v).with_context(|| format!("token id {v} is not a valid id")))
+        .collect::<anyhow::Result<Vec<u32>>>()?;
+    Ok(Prompt {
+        source: path.display().to_string(),
+        ids,
+    })
+}
+
+/// One indicatif bar per stage.
+struct Bars {
+    quiet: bool,
+    current: Mutex<Option<ProgressBar>>,
+}
+
+impl Bars {
+    fn new(quiet: bool) -> Self {
+        Self {
+            quiet,
+            current: Mutex::new(None),
+        }
+    }
+}
+
+impl Progress for Bars {
+    fn begin(&self, stage: &str, total: u64) {
+        if self.quiet {
+            return;
+        }
+        let bar = ProgressBar::new(total).with_message(stage.to_string());
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg:>16} [{bar:30}] {pos}/{len} ({elapsed}, eta {eta})")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        if let Ok(mut c) = self.current.lock() {
+            *c = Some(bar);
+        }
+    }
+    fn set(&self, done: u64) {
+        if let Ok(Some(bar)) = self.current.lock().as_deref() {
+            bar.set_position(done);
+        }
+    }
+    fn end(&self) {
+        if let Ok(mut c) = self.current.lock() {
+            if let Some(bar) = c.take() {
+                bar.finish();
+            }
+        }
+    }
+}

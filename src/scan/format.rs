@@ -1,0 +1,331 @@
+//! The output directory of `ropescope scan`: serde structs of `meta.json`, `summary.json` and `prompts.json`,
+//! and the names of the `.npy` files. `fixtures/scan/FORMAT.md` describes the layout in full.
+//!
+//! The format is append-only: fields are added, never renamed or removed; [`FORMAT_VERSION`] grows when a
+//! field's meaning changes. Scores of an analysis that did not run are `null`.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the output format, in `meta.json` and `summary.json`.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Names of the two prompt sets, used as file-name suffixes (`slash_natural.npy`, `slash_random.npy`).
+pub const PROMPT_SETS: [&str; 2] = ["natural", "random"];
+
+/// File names of the output directory. `{set}` stands for a name in [`PROMPT_SETS`].
+pub mod files {
+    /// Run metadata ([`super::Meta`]).
+    pub const META: &str = "meta.json";
+    /// Per-head scores and labels ([`super::Summary`]).
+    pub const SUMMARY: &str = "summary.json";
+    /// Token ids of every prompt ([`super::Prompts`]).
+    pub const PROMPTS: &str = "prompts.json";
+    /// The ranked text summary printed on the terminal.
+    pub const SUMMARY_TEXT: &str = "summary.txt";
+    /// `f64 [L, H, Δmax+1]`: mean `SlashScore(Δ)` over the set's prompts.
+    pub const SLASH: &str = "slash_{set}.npy";
+    /// `f64 [L, H]`: mean attention on key 0 from queries `1..N`, over the set's prompts.
+    pub const SINK: &str = "sink_{set}.npy";
+    /// `f32 [L, H, M, M]`: attention of the set's first prompt, block-averaged to `M = min(N, 256)`.
+    pub const ATTENTION_MAP: &str = "attention_map_{set}.npy";
+    /// `f64 [L, H, C]`: mean 2-norm of each pre-RoPE query chunk (chunk 0 fastest).
+    pub const CHUNK_NORMS_Q: &str = "chunk_norms_q_{set}.npy";
+    /// `f64 [L, H, C]`: mean 2-norm of each pre-RoPE key chunk of the head's KV head.
+    pub const CHUNK_NORMS_K: &str = "chunk_norms_k_{set}.npy";
+    /// `f64 [L, H, Cv]`: mean 2-norm of each value chunk (coordinates paired as q and k are).
+    pub const CHUNK_NORMS_V: &str = "chunk_norms_v_{set}.npy";
+    /// `f64 [L, H, d]`: singular values of the stacked pre-RoPE queries of the set, largest first.
+    pub const SINGULAR_VALUES_Q: &str = "singular_values_q_{set}.npy";
+    /// `f64 [L, H, d]`: singular values of the stacked pre-RoPE keys of the set, largest first.
+    pub const SINGULAR_VALUES_K: &str = "singular_values_k_{set}.npy";
+    /// `f64 [L, H, C]`: `A_l = |q̄^(l)| |k̄^(l)|` of the mean pre-RoPE query and key.
+    pub const FOURIER_AMPLITUDE: &str = "fourier_amplitude_{set}.npy";
+    /// `f64 [L, H, C]`: `φ_l = α_l − β_l` (radians) of the mean pre-RoPE query and key.
+    pub const FOURIER_PHASE: &str = "fourier_phase_{set}.npy";
+    /// `f64 [L, C]`: angular frequency `g_l` (radians per token) of chunk `l` in layer `L`.
+    pub const CHUNK_FREQUENCY: &str = "chunk_frequency.npy";
+    /// `f64 [L, H, 2]`: mean and largest angle (radians) of projected embeddings to their axis, for W_Q.
+    pub const CONE_Q: &str = "cone_q.npy";
+    /// `f64 [L, H, 2]`: the same after W_K (the head's KV head).
+    pub const CONE_K: &str = "cone_k.npy";
+
+    /// A per-set file name: `{set}` replaced by `set`.
+    pub fn for_set(pattern: &str, set: &str) -> String {
+        pattern.replace("{set}", set)
+    }
+}
+
+/// `meta.json`: what was run, on what, with which parameters.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Meta {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Version of ropescope that wrote the directory.
+    pub ropescope_version: String,
+    /// The model file as given on the command line.
+    pub model_file: String,
+    /// SHA-256 of the model file, lowercase hex.
+    pub model_sha256: String,
+    /// The model's shape.
+    pub model: ModelMeta,
+    /// Arithmetic precision of the forward passes (`"f32"` or `"f64"`).
+    pub precision: String,
+    /// The prompt sets, natural first.
+    pub prompt_sets: Vec<PromptSetMeta>,
+    /// Measurement parameters.
+    pub parameters: Parameters,
+    /// Analyses that ran, by their CLI names.
+    pub analyses: Vec<String>,
+    /// Wall-clock time of the whole scan, seconds.
+    pub elapsed_seconds: f64,
+}
+
+/// Shape of the scanned model.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ModelMeta {
+    /// `general.architecture`.
+    pub architecture: String,
+    /// Layers `L`.
+    pub n_layers: usize,
+    /// Query heads per layer `H`.
+    pub n_heads: usize,
+    /// Key/value heads per layer.
+    pub n_kv_heads: usize,
+    /// Query/key head dimension `d`.
+    pub head_dim: usize,
+    /// Value head dimension.
+    pub value_dim: usize,
+    /// Rotating chunks per head `C` (`d_rot / 2`).
+    pub n_chunks: usize,
+    /// RoPE base of each layer.
+    pub rope_bases: Vec<f64>,
+    /// Sliding window of each layer (`null` for global attention).
+    pub windows: Vec<Option<usize>>,
+    /// Trained context length.
+    pub context_length: usize,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+}
+
+/// One prompt set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PromptSetMeta {
+    /// `"natural"` or `"random"`.
+    pub name: String,
+    /// Number of prompts.
+    pub count: usize,
+    /// Length in tokens of each prompt.
+    pub lengths: Vec<usize>,
+    /// Where each prompt came from: a built-in text's name, a file path, or `"uniform random ids"`.
+    pub sources: Vec<String>,
+}
+
+/// Measurement parameters of a scan (defaults in `scan::params`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Parameters {
+    /// Largest offset `Δ` of the slash scores.
+    pub delta_max: usize,
+    /// κ of (κ, Δ)-slash dominance.
+    pub kappa: f64,
+    /// A chunk is low-frequency when `g_l` is below this (radians per token).
+    pub low_band_max_frequency: f64,
+    /// A chunk is high-frequency when `g_l` is at or above this; medium between the edges.
+    pub high_band_min_frequency: f64,
+    /// Mean attention on key 0 from which a head is labelled `sink`.
+    pub sink_threshold: f64,
+    /// Side of the downsampled attention maps (at most).
+    pub map_size: usize,
+    /// Number of vocabulary rows sampled for the cone analysis.
+    pub cone_tokens: usize,
+    /// Seed of the random prompts and of the cone sample.
+    pub seed: u64,
+    /// Target length of each prompt, tokens.
+    pub prompt_length: usize,
+}
+
+/// `summary.json`: every head's scores and label, and model-wide results.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Heads ordered by layer, then head.
+    pub heads: Vec<HeadSummary>,
+    /// (κ, Δ)-slash-dominant heads of each prompt set (analysis `slash`).
+    pub slash_dominant: Option<SlashDominantSets>,
+    /// Natural against random prompts (analysis `intrinsic`).
+    pub intrinsic: Option<Intrinsic>,
+    /// Cone of the token embeddings (analysis `cone`).
+    pub cone: Option<EmbeddingCone>,
+}
+
+/// One head's scores. Scores of analyses that did not run are `null`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HeadSummary {
+    /// Layer (0-based).
+    pub layer: usize,
+    /// Query head (0-based).
+    pub head: usize,
+    /// Key/value head the query head reads.
+    pub kv_head: usize,
+    /// `sink`, `diagonal`, `previous-token`, `slash(Δ)`, `induction`, `positional`, `symbolic` or `mixed`.
+    pub label: String,
+    /// Slash and sink scores (analyses `slash`, `intrinsic`).
+    pub slash: Option<HeadSlash>,
+    /// Rank-one structure of pre-RoPE q and k (analysis `rank`).
+    pub rank: Option<HeadRank>,
+    /// Logit Fourier decomposition (analysis `fourier`).
+    pub fourier: Option<HeadFourier>,
+    /// Chunk-norm band shares (analysis `frequency`).
+    pub frequency: Option<HeadFrequency>,
+    /// Cone of the projected embeddings (analysis `cone`).
+    pub cone: Option<HeadCone>,
+    /// Per-head slice of the `posym` report (every `[layer][head]` field of `posym.json` at this head).
+    pub posym: Option<serde_json::Value>,
+    /// Per-head slice of the `detectors` report.
+    pub detectors: Option<serde_json::Value>,
+    /// Per-head slice of the `cauchy-schwarz` report.
+    pub cauchy_schwarz: Option<serde_json::Value>,
+    /// Per-head slice of the `ablation` report.
+    pub ablation: Option<serde_json::Value>,
+}
+
+/// Slash and sink scores of one head on both prompt sets.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HeadSlash {
+    /// `Δ` in `0..=Δmax` with the largest mean slash score on natural prompts.
+    pub best_delta: usize,
+    /// That score (natural prompts).
+    pub best_score: f64,
+    /// The score at the same `Δ` on random prompts (`null` without `intrinsic`).
+    pub random_score_at_best_delta: Option<f64>,
+    /// `Δ` with the largest score on random prompts (`null` without `intrinsic`).
+    pub random_best_delta: Option<usize>,
+    /// Mean attention on key 0 (natural prompts).
+    pub sink: f64,
+    /// Mean attention on key 0 (random prompts).
+    pub random_sink: Option<f64>,
+    /// Whether the head is (κ, best_delta)-slash-dominant on natural prompts.
+    pub slash_dominant: bool,
+    /// Whether it is (κ, best_delta)-slash-dominant on random prompts too.
+    pub random_slash_dominant: Option<bool>,
+}
+
+/// Rank-one structure of a head's pre-RoPE queries and keys over all tokens of the natural prompts.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HeadRank {
+    /// `σ1² / Σσ²` of the stacked queries.
+    pub q_rank_one_share: f64,
+    /// Entropy effective rank of the stacked queries.
+    pub q_effective_rank: f64,
+    /// `σ1² / Σσ²` of the stacked keys.
+    pub k_rank_one_share: f64,
+    /// Entropy effective rank of the stacked keys.
+    pub k_effective_rank: f64,
+    /// Mean cosine of `q_i` to the queries' mean direction.
+    pub q_cos_mean: f64,
+    /// Standard deviation of that cosine.
+    pub q_cos_std: f64,
+    /// Mean cosine of `k_j` to the keys' mean direction.
+    pub k_cos_mean: f64,
+    /// Standard deviation of that cosine.
+    pub k_cos_std: f64,
+}
+
+/// Shares of a total in the three frequency bands.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Bands {
+    /// Chunks with `g_l < low_band_max_frequency`.
+    pub low: f64,
+    /// Chunks between the edges.
+    pub medium: f64,
+    /// Chunks with `g_l ≥ high_band_min_frequency`.
+    pub high: f64,
+}
+
+/// Fourier decomposition of the logit of the mean pre-RoPE query and key (natural prompts).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HeadFourier {
+    /// Share of `Σ A_l` in each band.
+    pub amplitude_shares: Bands,
+    /// `argmax_{Δ ∈ 0..=Δmax} Σ_l A_l cos(g_l Δ + φ_l)`: the slash offset the decomposition predicts.
+    pub predicted_delta: usize,
+    /// `best_delta` of the measured slash scores (`null` without `slash`).
+    pub measured_delta: Option<usize>,
+}
+
+/// Where a head's chunk norms sit in frequency (natural prompts).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HeadFrequency {
+    /// Share of `Σ_l mean |q^(l)|` in each band.
+    pub q: Bands,
+    /// Share of `Σ_l mean |k^(l)|` in each band.
+    pub k: Bands,
+}
+
+/// Angular spread (radians) of sampled token embeddings after the head's projections.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HeadCone {
+    /// Mean angle to the axis after W_Q.
+    pub q_mean_angle: f64,
+    /// Largest angle to the axis after W_Q.
+    pub q_max_angle: f64,
+    /// Mean angle to the axis after W_K.
+    pub k_mean_angle: f64,
+    /// Largest angle to the axis after W_K.
+    pub k_max_angle: f64,
+}
+
+/// A (κ, Δ)-slash-dominant head.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlashHead {
+    /// Layer.
+    pub layer: usize,
+    /// Query head.
+    pub head: usize,
+    /// The offset `Δ` at which `SlashScore(Δ) ≥ κ`.
+    pub delta: usize,
+}
+
+/// Every (layer, head, Δ) with `SlashScore(Δ) ≥ κ`, `Δ ∈ 0..=Δmax`, per prompt set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SlashDominantSets {
+    /// κ used.
+    pub kappa: f64,
+    /// On natural prompts.
+    pub natural: Vec<SlashHead>,
+    /// On random prompts (empty without `intrinsic`).
+    pub random: Vec<SlashHead>,
+}
+
+/// How intrinsic the slash scores are: natural against random prompts.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Intrinsic {
+    /// Jaccard index `|N ∩ R| / |N ∪ R|` of the (layer, head, Δ) triples (1 when both sets are empty).
+    pub jaccard: f64,
+    /// Jaccard index of the sets of (layer, head) that are slash-dominant at some Δ.
+    pub jaccard_heads: f64,
+    /// Pearson correlation of all `L·H·(Δmax+1)` slash scores between the sets.
+    pub pearson_all: f64,
+    /// Pearson correlation, over heads, of each head's largest slash score.
+    pub pearson_best: f64,
+}
+
+/// Cone of the sampled token embeddings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct EmbeddingCone {
+    /// Number of vocabulary rows sampled.
+    pub n_tokens: usize,
+    /// Mean angle (radians) of an embedding to the embeddings' mean direction.
+    pub mean_angle: f64,
+    /// Largest angle (radians).
+    pub max_angle: f64,
+}
+
+/// `prompts.json`: the token ids of every prompt, per set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Prompts {
+    /// Natural prompts.
+    pub natural: Vec<Vec<u32>>,
+    /// Random prompts.
+    pub random: Vec<Vec<u32>>,
+}

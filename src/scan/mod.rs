@@ -1,0 +1,142 @@
+//! `ropescope scan`: every streaming analysis of a model in one forward pass per prompt, the multi-pass
+//! analyses, per-head labels, and the output directory described in `fixtures/scan/FORMAT.md`.
+//!
+//! [`run`] measures and returns a [`ScanOutcome`]; [`output::write`] writes it; [`report_text::render`] gives
+//! the ranked terminal summary.
+
+pub mod external;
+pub mod format;
+pub mod labels;
+pub mod measure;
+mod optional;
+pub mod output;
+pub mod params;
+pub mod prompts;
+pub mod report_text;
+pub mod summary;
+
+pub use params::{Analysis, ScanParams};
+
+use crate::analysis::embedding_cone::{embedding_cone, EmbeddingCone};
+use crate::error::Result;
+use crate::model::Model;
+use crate::numeric::Real;
+use measure::{measure_set, SetMeasures};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// Progress of a scan, stage by stage (the CLI draws one bar per stage).
+pub trait Progress {
+    /// A stage of `total` steps begins.
+    fn begin(&self, stage: &str, total: u64);
+    /// `done` steps of the current stage are done.
+    fn set(&self, done: u64);
+    /// The current stage is over.
+    fn end(&self);
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn begin(&self, _stage: &str, _total: u64) {}
+    fn set(&self, _done: u64) {}
+    fn end(&self) {}
+}
+
+/// Everything a scan measured.
+pub struct ScanOutcome {
+    /// The streaming measures on the natural prompts.
+    pub natural: SetMeasures,
+    /// The same on the random prompts (`intrinsic` only).
+    pub random: Option<SetMeasures>,
+    /// The cone analysis.
+    pub cone: Option<EmbeddingCone>,
+    /// Reports of the multi-pass analyses, by CLI name.
+    pub external: BTreeMap<String, serde_json::Value>,
+    /// The per-head summary.
+    pub summary: format::Summary,
+}
+
+/// The work of one stage, given its progress callback.
+type StageBody<'a> = dyn FnMut(&dyn Fn(u64)) -> Result<()> + 'a;
+
+/// Runs the selected analyses of `params` on `natural` and `random` prompts (the random set is used only by
+/// `intrinsic`).
+pub fn run<T: Real>(
+    model: &Model<T>,
+    natural: &[Vec<u32>],
+    random: &[Vec<u32>],
+    params: &ScanParams,
+    progress: &dyn Progress,
+) -> Result<ScanOutcome> {
+    let stage = |name: &str, total: usize, f: &mut StageBody<'_>| {
+        progress.begin(name, total as u64);
+        let r = f(&|n| progress.set(n));
+        progress.end();
+        r
+    };
+    let mut natural_m = None;
+    stage("natural prompts", natural.len(), &mut |bar| {
+        natural_m = Some(measure_set(model, natural, params, bar)?);
+        Ok(())
+    })?;
+    let natural_m = natural_m.expect("the stage ran");
+    let mut random_m = None;
+    if params.runs(Analysis::Intrinsic) {
+        stage("random prompts", random.len(), &mut |bar| {
+            random_m = Some(measure_set(model, random, params, bar)?);
+            Ok(())
+        })?;
+    }
+    let mut cone = None;
+    if params.runs(Analysis::Cone) {
+        stage("cone", 1, &mut |bar| {
+            cone = Some(embedding_cone(model, &cone_sample(model, params)));
+            bar(1);
+            Ok(())
+        })?;
+    }
+    let mut summary = summary::build(model, &natural_m, random_m.as_ref(), cone.as_ref(), params);
+    let mut external = BTreeMap::new();
+    for &a in params
+        .analyses
+        .iter()
+        .filter(|&&a| external::is_external(a))
+    {
+        let Some(ext) = external::runner::<T>(a) else {
+            continue;
+        };
+        let heads = summary::tabulated_heads(&summary);
+        let prompts = &natural[..natural.len().min(external::MULTI_PASS_PROMPTS)];
+        stage(a.name(), (ext.passes)(prompts.len()) as usize, &mut |bar| {
+            external.insert(
+                a.name().to_string(),
+                (ext.run)(model, prompts, &heads, bar)?,
+            );
+            Ok(())
+        })?;
+    }
+    summary::attach_external(&mut summary, &external, model, params);
+    Ok(ScanOutcome {
+        natural: natural_m,
+        random: random_m,
+        cone,
+        external,
+        summary,
+    })
+}
+
+/// The vocabulary rows of the cone analysis: `cone_tokens` distinct ids, uniform, from the seed.
+fn cone_sample<T: Real>(model: &Model<T>, params: &ScanParams) -> Vec<u32> {
+    let vocab = model.config.vocab_size;
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let mut ids: Vec<u32> =
+        rand::seq::index::sample(&mut rng, vocab, params.cone_tokens.min(vocab))
+            .into_iter()
+            .map(|i| i as u32)
+            .collect();
+    ids.sort_unstable();
+    ids
+}

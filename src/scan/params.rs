@@ -1,0 +1,183 @@
+//! Which analyses a scan runs and with which measurement parameters (documented defaults).
+
+use crate::analysis::fourier::{DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY};
+use crate::error::{Error, Result};
+use std::fmt;
+
+/// Default largest slash offset `Δmax`: covers the diagonal, previous-token and short-offset slash heads.
+pub const DEFAULT_DELTA_MAX: usize = 16;
+
+/// Default κ of (κ, Δ)-slash dominance on real models: a sub-diagonal that receives on average 10% of every
+/// row's attention, about eight times the mean diagonal mass of uniform causal attention over 512 tokens
+/// (`ln N / N ≈ 0.012`). The same value as the theory checks' [`crate::analysis::slash::DEFAULT_SLASH_KAPPA`].
+pub const DEFAULT_KAPPA: f64 = crate::analysis::slash::DEFAULT_SLASH_KAPPA;
+
+/// Mean attention on the first token from which a head is labelled `sink`: half of every row.
+pub const DEFAULT_SINK_THRESHOLD: f64 = 0.5;
+
+/// Largest side of the downsampled attention maps.
+pub const DEFAULT_MAP_SIZE: usize = 256;
+
+/// Vocabulary rows sampled for the cone analysis.
+pub const DEFAULT_CONE_TOKENS: usize = 2048;
+
+/// Default prompt length in tokens.
+pub const DEFAULT_PROMPT_LENGTH: usize = 512;
+
+/// Default seed of the random prompts and of the cone sample.
+pub const DEFAULT_SEED: u64 = 0;
+
+/// One analysis of issue 6, by its CLI name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Analysis {
+    /// 1. Slash and sink scores on natural prompts, slash-dominant heads.
+    Slash,
+    /// 2. The same on random-token prompts; overlap and correlation with natural prompts.
+    Intrinsic,
+    /// 3. Rank-one structure of pre-RoPE q and k.
+    Rank,
+    /// 4. Logit Fourier decomposition.
+    Fourier,
+    /// 5. Frequency usage: mean chunk norms of q, k, v.
+    Frequency,
+    /// 6. Positional and symbolic scores.
+    Posym,
+    /// 7. Head detectors (previous-token, duplicate-token, induction, diagonal, sink).
+    Detectors,
+    /// 8. Cauchy–Schwarz alignment tables.
+    CauchySchwarz,
+    /// 9. Cone condition of token embeddings.
+    Cone,
+    /// 10. Frequency ablation at inference.
+    Ablation,
+}
+
+impl Analysis {
+    /// All analyses in issue order.
+    pub const ALL: [Analysis; 10] = [
+        Analysis::Slash,
+        Analysis::Intrinsic,
+        Analysis::Rank,
+        Analysis::Fourier,
+        Analysis::Frequency,
+        Analysis::Posym,
+        Analysis::Detectors,
+        Analysis::CauchySchwarz,
+        Analysis::Cone,
+        Analysis::Ablation,
+    ];
+
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Analysis::Slash => "slash",
+            Analysis::Intrinsic => "intrinsic",
+            Analysis::Rank => "rank",
+            Analysis::Fourier => "fourier",
+            Analysis::Frequency => "frequency",
+            Analysis::Posym => "posym",
+            Analysis::Detectors => "detectors",
+            Analysis::CauchySchwarz => "cauchy-schwarz",
+            Analysis::Cone => "cone",
+            Analysis::Ablation => "ablation",
+        }
+    }
+
+    /// Whether this build contains the analysis.
+    pub fn available(self) -> bool {
+        !super::external::is_external(self) || super::external::is_built(self)
+    }
+
+    /// The available analyses, the default set of a scan.
+    pub fn defaults() -> Vec<Analysis> {
+        Analysis::ALL
+            .into_iter()
+            .filter(|a| a.available())
+            .collect()
+    }
+
+    /// Parses a comma-separated list of names (or `all`); an unknown or unavailable name is an error.
+    pub fn parse_list(spec: &str) -> Result<Vec<Analysis>> {
+        if spec.trim() == "all" {
+            return Ok(Self::defaults());
+        }
+        let mut out = Vec::new();
+        for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let a = Analysis::ALL
+                .into_iter()
+                .find(|a| a.name() == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Analysis::ALL.iter().map(|a| a.name()).collect();
+                    Error::Input(format!(
+                        "unknown analysis '{name}' (known: {})",
+                        names.join(", ")
+                    ))
+                })?;
+            if !a.available() {
+                return Err(Error::Input(format!(
+                    "analysis {name} is not available in this build"
+                )));
+            }
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::Input("no analysis selected".into()));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Analysis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything a scan measures with, besides the model and the prompts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanParams {
+    /// Analyses to run (sorted, available ones only).
+    pub analyses: Vec<Analysis>,
+    /// Largest slash offset.
+    pub delta_max: usize,
+    /// κ of slash dominance.
+    pub kappa: f64,
+    /// Upper edge of the low band (radians per token).
+    pub low_band_max_frequency: f64,
+    /// Lower edge of the high band.
+    pub high_band_min_frequency: f64,
+    /// Sink label threshold.
+    pub sink_threshold: f64,
+    /// Largest side of attention maps.
+    pub map_size: usize,
+    /// Vocabulary rows sampled for the cone.
+    pub cone_tokens: usize,
+    /// Seed of random prompts and of the cone sample.
+    pub seed: u64,
+}
+
+impl Default for ScanParams {
+    fn default() -> Self {
+        Self {
+            analyses: Analysis::defaults(),
+            delta_max: DEFAULT_DELTA_MAX,
+            kappa: DEFAULT_KAPPA,
+            low_band_max_frequency: DEFAULT_LOW_BAND_MAX_FREQUENCY,
+            high_band_min_frequency: DEFAULT_HIGH_BAND_MIN_FREQUENCY,
+            sink_threshold: DEFAULT_SINK_THRESHOLD,
+            map_size: DEFAULT_MAP_SIZE,
+            cone_tokens: DEFAULT_CONE_TOKENS,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+impl ScanParams {
+    /// Whether `a` is selected.
+    pub fn runs(&self, a: Analysis) -> bool {
+        self.analyses.contains(&a)
+    }
+}

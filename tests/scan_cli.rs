@@ -1,0 +1,127 @@
+//! `ropescope scan` end to end on a small synthetic model written to a temporary file: the output files of
+//! `fixtures/scan/FORMAT.md` exist with their shapes, `summary.json` has every key, and unavailable analyses
+//! are refused clearly.
+
+use ropescope::export::npy;
+use ropescope::scan::format::{Meta, Summary};
+use ropescope::synthetic::SyntheticModel;
+use std::path::Path;
+use std::process::Command;
+
+fn write_model(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("model.gguf");
+    std::fs::write(&path, SyntheticModel::new("qwen2").to_bytes()).unwrap();
+    path
+}
+
+fn write_prompt(dir: &Path, name: &str, len: i64) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let ids: Vec<i64> = (0..len).map(|i| (i * 7 + 3) % 64).collect();
+    npy::write(&path, &[ids.len()], &ids).unwrap();
+    path
+}
+
+fn scan(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ropescope"))
+        .arg("scan")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn scan_writes_every_file_and_summary_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_model(dir.path());
+    let (a, b) = (
+        write_prompt(dir.path(), "a.npy", 40),
+        write_prompt(dir.path(), "b.npy", 33),
+    );
+    let out = dir.path().join("out");
+    let run = scan(&[
+        model.to_str().unwrap(),
+        "--prompts",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--delta-max",
+        "5",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = String::from_utf8(run.stdout).unwrap();
+    assert!(text.contains("top heads by slash score"), "{text}");
+
+    let meta: Meta =
+        serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta.prompt_sets[1].lengths, vec![40, 33]);
+    assert_eq!(meta.model.architecture, "qwen2");
+    let raw: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let head = &raw["heads"][0];
+    for key in [
+        "layer",
+        "head",
+        "kv_head",
+        "label",
+        "slash",
+        "rank",
+        "fourier",
+        "frequency",
+        "cone",
+        "posym",
+        "detectors",
+        "cauchy_schwarz",
+        "ablation",
+    ] {
+        assert!(head.get(key).is_some(), "summary head lacks {key}");
+    }
+    let summary: Summary = serde_json::from_value(raw).unwrap();
+    assert_eq!(summary.heads.len(), 2 * 4);
+
+    let shape = |name: &str| npy::Array::read(&out.join(name)).unwrap().shape;
+    for set in ["natural", "random"] {
+        assert_eq!(shape(&format!("slash_{set}.npy")), vec![2, 4, 6]);
+        assert_eq!(shape(&format!("sink_{set}.npy")), vec![2, 4]);
+        assert_eq!(
+            shape(&format!("attention_map_{set}.npy")),
+            vec![2, 4, 40, 40]
+        );
+        assert_eq!(shape(&format!("chunk_norms_q_{set}.npy")), vec![2, 4, 4]);
+        assert_eq!(shape(&format!("chunk_norms_v_{set}.npy")), vec![2, 4, 4]);
+        assert_eq!(
+            shape(&format!("singular_values_k_{set}.npy")),
+            vec![2, 4, 8]
+        );
+        assert_eq!(shape(&format!("fourier_phase_{set}.npy")), vec![2, 4, 4]);
+    }
+    assert_eq!(shape("chunk_frequency.npy"), vec![2, 4]);
+    assert_eq!(shape("cone_k.npy"), vec![2, 4, 2]);
+    assert!(out.join("prompts.json").is_file() && out.join("summary.txt").is_file());
+}
+
+#[test]
+fn unavailable_and_unknown_analyses_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_model(dir.path());
+    let m = model.to_str().unwrap();
+    let run = scan(&[m, "--analyses", "slash,nonsense", "--quiet"]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("unknown analysis 'nonsense'"));
+    for name in ropescope::scan::Analysis::ALL
+        .iter()
+        .filter(|a| !a.available())
+    {
+        let run = scan(&[m, "--analyses", name.name(), "--quiet"]);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            err.contains(&format!("analysis {name} is not available in this build")),
+            "{err}"
+        );
+    }
+}
