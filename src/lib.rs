@@ -14,6 +14,7 @@ pub mod linalg;
 pub mod model;
 pub mod numeric;
 pub mod quant;
+pub mod report;
 pub mod rope;
 pub mod scan;
 pub mod synthetic;

@@ -5,8 +5,12 @@ use std::process::ExitCode;
 
 mod args;
 mod compare;
+mod figures;
 mod inspect;
+mod minference;
+mod notebook;
 mod reference;
+mod report;
 mod scan;
 mod tokenize;
 mod train;
@@ -36,6 +40,14 @@ enum Command {
     Tokenize(tokenize::Args),
     /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
     Train(train::Args),
+    /// Write DIR/report.html, the self-contained report page of a scan directory.
+    Report(report::Args),
+    /// Write every figure of a scan directory as a standalone .svg.
+    Figures(figures::Args),
+    /// Write a Jupyter notebook that reproduces a scan's figures with numpy and matplotlib.
+    ExportNotebook(notebook::Args),
+    /// Write a scan's head patterns as MInference's per-layer vertical_and_slash JSON.
+    ExportMinference(minference::Args),
 }
 
 /// Runs the CLI on the process arguments; errors are printed as one line on stderr with a non-zero exit.
@@ -57,6 +69,10 @@ pub fn main() -> ExitCode {
         Command::Scan(args) => scan::run(args),
         Command::Tokenize(args) => tokenize::run(args),
         Command::Train(args) => train::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Figures(args) => figures::run(args),
+        Command::ExportNotebook(args) => notebook::run(args),
+        Command::ExportMinference(args) => minference::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -182,10 +182,12 @@ fn run_in<T: Real>(
         },
     };
     scan::output::write(&args.out, &model, &outcome, params, &meta, &prompts, &text)?;
+    let report = crate::report::write_report(&args.out)?;
     print!("{text}");
     eprintln!(
-        "wrote {} in {:.1} s",
+        "wrote {} (report: {}) in {:.1} s",
         args.out.display(),
+        report.display(),
         start.elapsed().as_secs_f64()
     );
     Ok(())

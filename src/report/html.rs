@@ -1,0 +1,388 @@
+//! The self-contained report page: inline CSS and SVG, no script, no network. A label-coloured layer × head
+//! grid whose cells link to each head's section (`#L{l}H{h}`), the model-wide figures and tables, the per-head
+//! sections, and the run's parameters and model hash.
+
+use super::catalog::{self, Figure, Options};
+use super::data::ScanData;
+use super::figures::label_colour;
+use super::svg::{escape, tick_label};
+use crate::scan::format::{HeadSummary, SlashHead};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Side at which the report draws attention maps: 64×64 cells keep a page of a thousand heads in tens of
+/// megabytes; `ropescope figures` draws the files' full maps.
+pub const REPORT_MAP_SIDE: usize = 64;
+/// Longest array printed in full in a table; longer ones are cut with a count.
+const ARRAY_SHOWN: usize = 16;
+/// Rows of a matrix printed in a table.
+const MATRIX_ROWS: usize = 64;
+
+const STYLE: &str = "body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:20px;color:#222;max-width:1600px}\
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:3px;margin-top:28px}h3{font-size:15px;margin:6px 0}\
+table{border-collapse:collapse;font-size:12px;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\
+th{background:#f4f4f4}code{font-size:12px}\
+#grid td{padding:0;border:1px solid #fff}#grid th{font-weight:normal;font-size:11px;text-align:center}\
+#grid a{display:block;width:44px;height:24px;line-height:24px;text-align:center;font-size:10px;text-decoration:none;color:#111}\
+.legend span{display:inline-block;padding:2px 8px;margin:2px;font-size:11px;border-radius:2px}\
+.figs{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #eee}\
+.missing{color:#888;font-style:italic;font-size:12px;padding:8px;width:360px}\
+section.head{border-top:1px solid #ddd;margin-top:14px;padding-top:4px}section.head:target{background:#fffbe6}\
+.hash{font-family:monospace;word-break:break-all}";
+
+/// The report page of a scan directory.
+pub fn render(data: &ScanData) -> String {
+    let opts = Options {
+        max_map_side: Some(REPORT_MAP_SIDE),
+    };
+    let meta = &data.meta;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>ropescope report: {}</title><style>{STYLE}</style></head><body>\n",
+        escape(&meta.model_file)
+    );
+    let _ = writeln!(
+        out,
+        "<h1>ropescope scan of {}</h1><p>{} layers × {} heads, {}; sha256 <span class=\"hash\">{}</span></p>\
+         <p><a href=\"#grid\">heads</a> · <a href=\"#model\">model-wide</a> · <a href=\"#run\">parameters</a></p>",
+        escape(&meta.model_file),
+        meta.model.n_layers,
+        meta.model.n_heads,
+        escape(&meta.model.architecture),
+        escape(&meta.model_sha256)
+    );
+    grid(&mut out, data);
+    model_wide(&mut out, data);
+    out.push_str("<h2 id=\"heads\">Heads</h2>\n");
+    for h in &data.summary.heads {
+        head_section(&mut out, data, h, opts);
+    }
+    run_section(&mut out, data);
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// A short cell text for a label.
+fn abbreviation(label: &str) -> String {
+    match label {
+        "sink" => "sink".into(),
+        "previous-token" => "prev".into(),
+        "diagonal" => "diag".into(),
+        "induction" => "ind".into(),
+        "positional" => "pos".into(),
+        "symbolic" => "sym".into(),
+        "mixed" => "·".into(),
+        other => match other.strip_prefix("slash(") {
+            Some(d) => format!("Δ{}", d.trim_end_matches(')')),
+            None => escape(other),
+        },
+    }
+}
+
+/// The layer × head grid coloured by label, each cell a link to the head's section, and its legend.
+fn grid(out: &mut String, data: &ScanData) {
+    let (layers, heads) = (data.meta.model.n_layers, data.meta.model.n_heads);
+    out.push_str("<h2>Head labels</h2><table id=\"grid\"><tr><th></th>");
+    for h in 0..heads {
+        let _ = write!(out, "<th>H{h}</th>");
+    }
+    out.push_str("</tr>\n");
+    for l in 0..layers {
+        let _ = write!(out, "<tr><th>L{l}</th>");
+        for h in 0..heads {
+            match data
+                .summary
+                .heads
+                .iter()
+                .find(|s| s.layer == l && s.head == h)
+            {
+                Some(s) => {
+                    let _ = write!(
+                        out,
+                        "<td style=\"background:{}\"><a href=\"#L{l}H{h}\" title=\"L{l} H{h}: {}\">{}</a></td>",
+                        label_colour(&s.label),
+                        escape(&s.label),
+                        abbreviation(&s.label)
+                    );
+                }
+                None => out.push_str("<td>–</td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table><p class=\"legend\">");
+    let kinds = [
+        "sink",
+        "diagonal",
+        "previous-token",
+        "slash(Δ)",
+        "induction",
+        "positional",
+        "symbolic",
+        "mixed",
+    ];
+    for k in kinds {
+        let _ = write!(
+            out,
+            "<span style=\"background:{}\">{}</span>",
+            label_colour(k),
+            escape(k)
+        );
+    }
+    out.push_str("</p>\n");
+}
+
+/// A figure, or its "not run" note.
+fn figure(out: &mut String, f: &Figure) {
+    match &f.content {
+        Ok(svg) => {
+            let _ = write!(out, "<figure id=\"{}\">{svg}</figure>", f.name);
+        }
+        Err(why) => {
+            let _ = write!(
+                out,
+                "<div class=\"missing\" id=\"{}\">{}: {}</div>",
+                f.name,
+                escape(&f.title),
+                escape(why)
+            );
+        }
+    }
+}
+
+/// Model-wide figures and tables.
+fn model_wide(out: &mut String, data: &ScanData) {
+    out.push_str("<h2 id=\"model\">Model-wide</h2><div class=\"figs\">");
+    for f in catalog::model_wide(data) {
+        figure(out, &f);
+    }
+    out.push_str("</div>\n<h3>Slash-dominant heads</h3>");
+    sdh_table(out, data);
+    out.push_str("<h3>Intrinsic-ness (natural against random prompts)</h3>");
+    optional_json(out, data.summary.intrinsic.as_ref(), "intrinsic");
+    out.push_str("<h3>Embedding cone</h3>");
+    optional_json(out, data.summary.cone.as_ref(), "cone");
+    out.push_str("<h3>p-RoPE ablation</h3>");
+    match &data.ablation {
+        Some(v) => json_html(out, v, 0),
+        None => out.push_str(
+            "<p class=\"missing\">not run: analysis `ablation` (ablation.json absent)</p>",
+        ),
+    }
+    out.push('\n');
+}
+
+/// A serialisable value as a table, or "not run".
+fn optional_json<T: serde::Serialize>(out: &mut String, v: Option<&T>, analysis: &str) {
+    match v.and_then(|v| serde_json::to_value(v).ok()) {
+        Some(v) => json_html(out, &v, 0),
+        None => {
+            let _ = write!(
+                out,
+                "<p class=\"missing\">not run: analysis `{analysis}`</p>"
+            );
+        }
+    }
+}
+
+/// The (κ, Δ)-slash-dominant heads of both prompt sets, with their scores.
+fn sdh_table(out: &mut String, data: &ScanData) {
+    let Some(sets) = &data.summary.slash_dominant else {
+        out.push_str("<p class=\"missing\">not run: analysis `slash`</p>");
+        return;
+    };
+    let mut all: Vec<SlashHead> = sets.natural.iter().chain(&sets.random).copied().collect();
+    all.sort();
+    all.dedup();
+    let _ = write!(
+        out,
+        "<p>κ = {}: {} on natural prompts, {} on random prompts.</p>",
+        tick_label(sets.kappa),
+        sets.natural.len(),
+        sets.random.len()
+    );
+    if all.is_empty() {
+        return;
+    }
+    out.push_str("<table><tr><th>head</th><th>Δ</th><th>natural score</th><th>random score</th><th>natural</th><th>random</th></tr>");
+    let score = |set: usize, s: &SlashHead| {
+        data.slash[set]
+            .as_ref()
+            .and_then(|t| t.at(&[s.layer, s.head]))
+            .and_then(|v| v.get(s.delta))
+            .map_or("–".to_string(), |&v| format!("{v:.4}"))
+    };
+    for s in &all {
+        let mark = |list: &[SlashHead]| if list.contains(s) { "✓" } else { "" };
+        let _ = write!(
+            out,
+            "<tr><td><a href=\"#L{l}H{h}\">L{l} H{h}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            s.delta,
+            score(0, s),
+            score(1, s),
+            mark(&sets.natural),
+            mark(&sets.random),
+            l = s.layer,
+            h = s.head
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// One head's section: figures, then every score of the summary (analyses that did not run say so).
+fn head_section(out: &mut String, data: &ScanData, h: &HeadSummary, opts: Options) {
+    let _ = write!(
+        out,
+        "<section class=\"head\" id=\"L{l}H{hd}\"><h3>Layer {l}, head {hd} (KV head {}): {} <a href=\"#grid\">↑</a></h3><div class=\"figs\">",
+        h.kv_head,
+        escape(&h.label),
+        l = h.layer,
+        hd = h.head
+    );
+    for f in catalog::head(data, h.layer, h.head, opts) {
+        figure(out, &f);
+    }
+    out.push_str("</div><table><tr><th>analysis</th><th>scores</th></tr>");
+    let scores = [
+        ("slash", serde_json::to_value(&h.slash)),
+        ("rank", serde_json::to_value(&h.rank)),
+        ("fourier", serde_json::to_value(&h.fourier)),
+        ("frequency", serde_json::to_value(&h.frequency)),
+        ("cone", serde_json::to_value(&h.cone)),
+        ("posym", serde_json::to_value(&h.posym)),
+        ("detectors", serde_json::to_value(&h.detectors)),
+        ("cauchy-schwarz", serde_json::to_value(&h.cauchy_schwarz)),
+        ("ablation", serde_json::to_value(&h.ablation)),
+    ];
+    for (name, v) in scores {
+        let _ = write!(out, "<tr><td>{name}</td><td>");
+        match v {
+            Ok(Value::Null) | Err(_) => out.push_str("<span class=\"missing\">not run</span>"),
+            Ok(v) => inline_scores(out, &v),
+        }
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table></section>\n");
+}
+
+/// The fields of an object as `name = value` pairs on one line (nested objects dotted).
+fn inline_scores(out: &mut String, v: &Value) {
+    let mut pairs = Vec::new();
+    flatten("", v, &mut pairs);
+    let text: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{} = {}", escape(k), v))
+        .collect();
+    out.push_str(&text.join(", "));
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        other => out.push((prefix.to_string(), scalar(other))),
+    }
+}
+
+/// A scalar (or a short array) as escaped text.
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "–".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => format!("{f:.4}"),
+            _ => n.to_string(),
+        },
+        Value::String(s) => escape(s),
+        Value::Array(a) => {
+            let shown: Vec<String> = a.iter().take(ARRAY_SHOWN).map(scalar).collect();
+            let more = if a.len() > ARRAY_SHOWN {
+                format!(", … ({} values)", a.len())
+            } else {
+                String::new()
+            };
+            format!("[{}{more}]", shown.join(", "))
+        }
+        Value::Object(_) => "{…}".into(),
+    }
+}
+
+/// A JSON value as nested tables: objects as key/value rows, arrays of number arrays as matrices.
+fn json_html(out: &mut String, v: &Value, depth: usize) {
+    match v {
+        Value::Object(map) if depth < 4 => {
+            out.push_str("<table>");
+            for (k, v) in map {
+                let _ = write!(out, "<tr><th>{}</th><td>", escape(k));
+                json_html(out, v, depth + 1);
+                out.push_str("</td></tr>");
+            }
+            out.push_str("</table>");
+        }
+        Value::Array(rows) if rows.iter().all(|r| r.is_array()) && !rows.is_empty() => {
+            out.push_str("<table>");
+            for (i, r) in rows.iter().take(MATRIX_ROWS).enumerate() {
+                let _ = write!(out, "<tr><th>{i}</th>");
+                if let Value::Array(cells) = r {
+                    for c in cells.iter().take(ARRAY_SHOWN) {
+                        let _ = write!(out, "<td>{}</td>", scalar(c));
+                    }
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</table>");
+            if rows.len() > MATRIX_ROWS {
+                let _ = write!(out, "<p>… ({} rows)</p>", rows.len());
+            }
+        }
+        other => out.push_str(&scalar(other)),
+    }
+}
+
+/// The run: model, hash, shape, prompts, parameters, analyses, versions.
+fn run_section(out: &mut String, data: &ScanData) {
+    let meta = &data.meta;
+    out.push_str("<h2 id=\"run\">Run</h2><table>");
+    let rows = [
+        ("model file", escape(&meta.model_file)),
+        (
+            "model sha256",
+            format!("<span class=\"hash\">{}</span>", escape(&meta.model_sha256)),
+        ),
+        ("precision", escape(&meta.precision)),
+        ("analyses run", escape(&meta.analyses.join(", "))),
+        ("ropescope", escape(&meta.ropescope_version)),
+        ("format version", meta.format_version.to_string()),
+        ("elapsed", format!("{:.1} s", meta.elapsed_seconds)),
+    ];
+    for (k, v) in rows {
+        let _ = write!(out, "<tr><th>{k}</th><td>{v}</td></tr>");
+    }
+    out.push_str("</table><h3>Parameters</h3>");
+    optional_json(out, Some(&meta.parameters), "parameters");
+    out.push_str("<h3>Model</h3>");
+    optional_json(out, Some(&meta.model), "model");
+    out.push_str("<h3>Prompt sets</h3><table><tr><th>set</th><th>prompts</th><th>lengths</th><th>sources</th></tr>");
+    for s in &meta.prompt_sets {
+        let lengths: Vec<Value> = s.lengths.iter().map(|&n| n.into()).collect();
+        let sources: Vec<Value> = s.sources.iter().map(|n| n.as_str().into()).collect();
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&s.name),
+            s.count,
+            scalar(&Value::Array(lengths)),
+            scalar(&Value::Array(sources))
+        );
+    }
+    out.push_str("</table>\n");
+}

@@ -1,0 +1,153 @@
+//! The report page: self-contained, one grid cell per head linking to its section, and graceful when
+//! analyses did not run or files are odd.
+
+mod report_support;
+
+use report_support::{check_xml, example, H, L};
+use ropescope::report::{write_report, REPORT_FILE};
+
+fn report_of(dir: &std::path::Path) -> String {
+    let path = write_report(dir).unwrap();
+    assert_eq!(path, dir.join(REPORT_FILE));
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn report_is_self_contained_and_well_formed() {
+    let dir = example();
+    let html = report_of(dir.path());
+    let body = html.strip_prefix("<!DOCTYPE html>\n").expect("doctype");
+    check_xml(body).unwrap();
+    // The only URL is the SVG namespace, which is an identifier, not a fetch.
+    let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    for bad in [
+        "http://", "https://", "//cdn", " src=", "<script", "<link", "@import", "url(",
+    ] {
+        assert!(!without_ns.contains(bad), "report contains {bad:?}");
+    }
+    for href in without_ns.split("href=\"").skip(1) {
+        assert!(
+            href.starts_with('#') || href.starts_with("data:image/png;base64,"),
+            "external href {:?}",
+            &href[..href.len().min(30)]
+        );
+    }
+    assert!(html.contains(&"0f".repeat(32)), "model hash");
+    assert!(html.contains("delta_max"), "parameters");
+    assert!(html.contains("keep_fraction"), "ablation table");
+}
+
+#[test]
+fn grid_has_one_linked_cell_per_head_and_sections_match() {
+    let dir = example();
+    let html = report_of(dir.path());
+    let grid = &html[html.find("<table id=\"grid\">").unwrap()..];
+    let grid = &grid[..grid.find("</table>").unwrap()];
+    assert_eq!(grid.matches("<td style=\"background:").count(), L * H);
+    for l in 0..L {
+        for h in 0..H {
+            assert_eq!(grid.matches(&format!("href=\"#L{l}H{h}\"")).count(), 1);
+            assert_eq!(
+                html.matches(&format!("<section class=\"head\" id=\"L{l}H{h}\""))
+                    .count(),
+                1
+            );
+        }
+    }
+    assert!(grid.contains("title=\"L1 H0: slash(3)\""));
+    assert!(grid.contains("title=\"L0 H1: sink\""));
+    assert!(grid.contains("title=\"L0 H0: previous-token\""));
+    // The example's cauchy-schwarz analysis did not run.
+    assert!(html.contains("<td>cauchy-schwarz</td><td><span class=\"missing\">not run</span>"));
+}
+
+#[test]
+fn missing_analyses_are_noted_not_fatal() {
+    let dir = example();
+    for f in [
+        "attention_map_random.npy",
+        "chunk_norms_q_natural.npy",
+        "chunk_norms_k_natural.npy",
+        "fourier_amplitude_natural.npy",
+        "singular_values_q_natural.npy",
+        "singular_values_k_natural.npy",
+        "chunk_frequency.npy",
+        "ablation.json",
+        "slash_random.npy",
+    ] {
+        std::fs::remove_file(dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for h in summary["heads"].as_array_mut().unwrap() {
+        for k in ["posym", "rank", "fourier", "frequency", "detectors"] {
+            h[k] = serde_json::Value::Null;
+        }
+    }
+    summary["intrinsic"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_vec(&summary).unwrap()).unwrap();
+    let html = report_of(dir.path());
+    check_xml(html.strip_prefix("<!DOCTYPE html>\n").unwrap()).unwrap();
+    for note in [
+        "not run: analysis `posym`",
+        "not run: analysis `frequency` (chunk_norms_q_natural.npy absent)",
+        "not run: analysis `slash` (attention_map_random.npy absent)",
+        "not run: analysis `fourier`",
+        "not run: analysis `rank`",
+        "not run: analysis `ablation`",
+        "not run: analysis `intrinsic`",
+    ] {
+        assert!(html.contains(note), "{note}");
+    }
+    assert!(
+        html.contains("id=\"L0H0_attention_natural\"><svg"),
+        "the natural map is still drawn"
+    );
+}
+
+#[test]
+fn odd_files_are_errors_naming_the_file() {
+    let dir = example();
+    let npy = dir.path().join("slash_natural.npy");
+    let bytes = std::fs::read(&npy).unwrap();
+    std::fs::write(&npy, &bytes[..bytes.len() - 5]).unwrap();
+    let err = write_report(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("slash_natural.npy"), "{err}");
+
+    let dir = example();
+    ropescope::export::npy::write(&dir.path().join("sink_natural.npy"), &[2], &[0.0f64, 1.0])
+        .unwrap();
+    ropescope::export::npy::write(
+        &dir.path().join("chunk_norms_q_natural.npy"),
+        &[5, 3, 4],
+        &[0.0f64; 60],
+    )
+    .unwrap();
+    let err = write_report(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("chunk_norms_q_natural.npy") && err.contains("does not fit"),
+        "{err}"
+    );
+
+    let dir = example();
+    std::fs::write(dir.path().join("summary.json"), "{\"heads\": 3}").unwrap();
+    let err = write_report(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("summary.json"), "{err}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let err = write_report(empty.path()).unwrap_err().to_string();
+    assert!(err.contains("meta.json"), "{err}");
+}
+
+#[test]
+fn report_command_writes_the_page() {
+    let dir = example();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ropescope"))
+        .arg("report")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(dir.path().join(REPORT_FILE).exists());
+}

@@ -1,0 +1,642 @@
+//! Support of the report tests: a generator of a small, complete and valid scan directory (2 layers × 3 heads,
+//! prompts of 32 tokens, 16×16 maps, Δmax = 8) whose statistics are computed from synthetic attention matrices
+//! exactly as `fixtures/scan/FORMAT.md` defines them, and a well-formedness check of XML.
+//!
+//! The heads: L0H0 previous-token, L0H1 sink, L0H2 positional, L1H0 slash(3), L1H1 sink, L1H2 induction. The
+//! `cauchy-schwarz` analysis did not run (its fields are null and its file absent), so every report shows one
+//! "not run" case even on the complete example. `fixtures/scan/example/` is this generator's output.
+
+#![allow(dead_code)]
+
+use ropescope::export::{npy, write_json};
+use ropescope::scan::format::*;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Layers.
+pub const L: usize = 2;
+/// Heads per layer.
+pub const H: usize = 3;
+/// Prompt length.
+pub const N: usize = 32;
+/// Side of the attention maps.
+pub const M: usize = 16;
+/// Largest slash offset.
+pub const DMAX: usize = 8;
+/// Head dimension.
+pub const D: usize = 8;
+/// Rotating chunks.
+pub const C: usize = 4;
+/// κ of the example: at N = 32 uniform causal attention already puts `H_N / N ≈ 0.13` on the diagonal, so the
+/// scan's default 0.1 (meant for N = 512) would call every head diagonal.
+const KAPPA: f64 = 0.25;
+const SINK_THRESHOLD: f64 = 0.5;
+
+/// The committed example directory.
+pub fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/example")
+}
+
+/// Kind of synthetic head.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Previous,
+    Sink,
+    Positional,
+    Slash3,
+    Content,
+}
+
+fn kind(l: usize, h: usize) -> Kind {
+    [
+        [Kind::Previous, Kind::Sink, Kind::Positional],
+        [Kind::Slash3, Kind::Sink, Kind::Content],
+    ][l][h]
+}
+
+/// The causal attention matrix of a head on a prompt set (`random` weakens content-driven structure).
+fn attention(l: usize, h: usize, random: bool) -> Vec<f64> {
+    let mut s = vec![0.0; N * N];
+    for i in 0..N {
+        let mut row: Vec<f64> = (0..=i)
+            .map(|j| {
+                let d = i - j;
+                let w = match kind(l, h) {
+                    Kind::Previous => 1.0 + 30.0 * f64::from(d == 1) + 3.0 * f64::from(j == 0),
+                    Kind::Sink => {
+                        1.0 + (40.0 + 20.0 * l as f64) * f64::from(j == 0) + 2.0 * f64::from(d == 0)
+                    }
+                    Kind::Positional => 1.0 / (1.0 + d as f64 / 10.0),
+                    Kind::Slash3 => 1.0 + 25.0 * f64::from(d == 3) + 3.0 * f64::from(j == 0),
+                    Kind::Content => {
+                        let hit = (i * 7 + j * 13) % 11 == 0;
+                        1.0 + if random { 2.0 } else { 10.0 } * f64::from(hit)
+                    }
+                };
+                if random && kind(l, h) != Kind::Content {
+                    w * (1.0 + 0.1 * (((i * 31 + j * 17) % 7) as f64 / 7.0))
+                } else {
+                    w
+                }
+            })
+            .collect();
+        let total: f64 = row.iter().sum();
+        row.iter_mut().for_each(|w| *w /= total);
+        s[i * N..i * N + i + 1].copy_from_slice(&row);
+    }
+    s
+}
+
+fn slash_scores(s: &[f64]) -> Vec<f64> {
+    (0..=DMAX)
+        .map(|d| (d..N).map(|i| s[i * N + i - d]).sum::<f64>() / (N - d) as f64)
+        .collect()
+}
+
+fn sink_score(s: &[f64]) -> f64 {
+    (1..N).map(|i| s[i * N]).sum::<f64>() / (N - 1) as f64
+}
+
+fn block_map(s: &[f64]) -> Vec<f32> {
+    let mut sum = vec![0.0; M * M];
+    let mut count = vec![0.0; M * M];
+    for i in 0..N {
+        for j in 0..N {
+            let b = (i * M / N) * M + j * M / N;
+            sum[b] += s[i * N + j];
+            count[b] += 1.0;
+        }
+    }
+    sum.iter()
+        .zip(&count)
+        .map(|(a, c)| (a / c) as f32)
+        .collect()
+}
+
+fn frequencies() -> Vec<f64> {
+    (0..C)
+        .map(|l| 10000f64.powf(-2.0 * l as f64 / D as f64))
+        .collect()
+}
+
+fn chunk_norms(l: usize, h: usize, key: bool) -> Vec<f64> {
+    let base = match kind(l, h) {
+        Kind::Previous | Kind::Slash3 => [3.0, 1.2, 0.8, 0.6],
+        Kind::Sink => [0.5, 0.7, 1.5, 4.0],
+        _ => [1.0, 1.1, 1.0, 1.3],
+    };
+    let scale = if key { 0.8 } else { 1.0 } + 0.05 * (l * H + h) as f64;
+    base.iter().map(|v| v * scale).collect()
+}
+
+fn singular_values(l: usize, h: usize, key: bool) -> Vec<f64> {
+    let first = if kind(l, h) == Kind::Sink { 10.0 } else { 4.0 };
+    let ratio: f64 = if key { 0.5 } else { 0.6 };
+    (0..D)
+        .map(|k| {
+            if k == 0 {
+                first
+            } else {
+                ratio.powi(k as i32) * 2.0
+            }
+        })
+        .collect()
+}
+
+fn phases(l: usize, h: usize) -> Vec<f64> {
+    let delta = match kind(l, h) {
+        Kind::Previous => 1.0,
+        Kind::Slash3 => 3.0,
+        _ => 0.0,
+    };
+    frequencies().iter().map(|g| -g * delta).collect()
+}
+
+fn bands(values: &[f64]) -> Bands {
+    let g = frequencies();
+    let total: f64 = values.iter().sum();
+    let share = |f: &dyn Fn(f64) -> bool| {
+        values
+            .iter()
+            .zip(&g)
+            .filter(|(_, &g)| f(g))
+            .map(|(v, _)| v)
+            .sum::<f64>()
+            / total
+    };
+    Bands {
+        low: share(&|g| g < 0.01),
+        medium: share(&|g| (0.01..0.1).contains(&g)),
+        high: share(&|g| g >= 0.1),
+    }
+}
+
+fn argmax(v: &[f64]) -> usize {
+    (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b })
+}
+
+fn pearson(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+fn jaccard<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
+    let inter = a.iter().filter(|x| b.contains(x)).count();
+    let union = a.len() + b.len() - inter;
+    if union == 0 {
+        1.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
+fn label(best: (usize, f64), sink: f64, induction: f64, posym: (f64, f64)) -> String {
+    if sink >= SINK_THRESHOLD && sink > best.1 {
+        return "sink".into();
+    }
+    if best.1 >= KAPPA {
+        return match best.0 {
+            0 => "diagonal".into(),
+            1 => "previous-token".into(),
+            d => format!("slash({d})"),
+        };
+    }
+    if induction >= 0.3 {
+        return "induction".into();
+    }
+    if posym.0 - posym.1 >= 0.2 {
+        "positional".into()
+    } else if posym.1 - posym.0 >= 0.2 {
+        "symbolic".into()
+    } else {
+        "mixed".into()
+    }
+}
+
+/// Writes the complete example scan directory into `dir` (created if needed).
+pub fn write_example(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let npy64 = |name: &str, shape: &[usize], data: &[f64]| {
+        npy::write(&dir.join(name), shape, data).unwrap()
+    };
+    let lh = |f: &dyn Fn(usize, usize) -> Vec<f64>| -> Vec<f64> {
+        (0..L)
+            .flat_map(|l| (0..H).flat_map(move |h| f(l, h)))
+            .collect()
+    };
+    let (mut slash, mut sink) = (vec![Vec::new(), Vec::new()], vec![Vec::new(), Vec::new()]);
+    for (set, name) in PROMPT_SETS.iter().enumerate() {
+        let mut maps = Vec::new();
+        for l in 0..L {
+            for h in 0..H {
+                let s = attention(l, h, set == 1);
+                slash[set].extend(slash_scores(&s));
+                sink[set].push(sink_score(&s));
+                maps.extend(block_map(&s));
+            }
+        }
+        npy64(
+            &files::for_set(files::SLASH, name),
+            &[L, H, DMAX + 1],
+            &slash[set],
+        );
+        npy64(&files::for_set(files::SINK, name), &[L, H], &sink[set]);
+        npy::write(
+            &dir.join(files::for_set(files::ATTENTION_MAP, name)),
+            &[L, H, M, M],
+            &maps,
+        )
+        .unwrap();
+        let lhc = [L, H, C];
+        npy64(
+            &files::for_set(files::CHUNK_NORMS_Q, name),
+            &lhc,
+            &lh(&|l, h| chunk_norms(l, h, false)),
+        );
+        npy64(
+            &files::for_set(files::CHUNK_NORMS_K, name),
+            &lhc,
+            &lh(&|l, h| chunk_norms(l, h, true)),
+        );
+        npy64(
+            &files::for_set(files::CHUNK_NORMS_V, name),
+            &lhc,
+            &lh(&|_, _| vec![1.0; C]),
+        );
+        npy64(
+            &files::for_set(files::SINGULAR_VALUES_Q, name),
+            &[L, H, D],
+            &lh(&|l, h| singular_values(l, h, false)),
+        );
+        npy64(
+            &files::for_set(files::SINGULAR_VALUES_K, name),
+            &[L, H, D],
+            &lh(&|l, h| singular_values(l, h, true)),
+        );
+        let amp = |l, h| -> Vec<f64> {
+            let (q, k) = (chunk_norms(l, h, false), chunk_norms(l, h, true));
+            q.iter().zip(&k).map(|(a, b)| 0.5 * a * b).collect()
+        };
+        npy64(
+            &files::for_set(files::FOURIER_AMPLITUDE, name),
+            &lhc,
+            &lh(&amp),
+        );
+        npy64(
+            &files::for_set(files::FOURIER_PHASE, name),
+            &lhc,
+            &lh(&phases),
+        );
+    }
+    let g = frequencies();
+    npy64(
+        files::CHUNK_FREQUENCY,
+        &[L, C],
+        &[g.clone(), g.clone()].concat(),
+    );
+    let cone = lh(&|l, h| vec![0.3 + 0.1 * l as f64, 0.9 + 0.05 * h as f64]);
+    npy64(files::CONE_Q, &[L, H, 2], &cone);
+    npy64(
+        files::CONE_K,
+        &[L, H, 2],
+        &cone.iter().map(|a| a * 0.9).collect::<Vec<_>>(),
+    );
+
+    let idx = |l: usize, h: usize| l * H + h;
+    let posym = |l: usize, h: usize| match kind(l, h) {
+        Kind::Positional | Kind::Previous | Kind::Slash3 => {
+            (0.85 - 0.05 * h as f64, 0.2 + 0.05 * l as f64)
+        }
+        Kind::Content => (0.25, 0.8),
+        Kind::Sink => (0.55, 0.45),
+    };
+    let induction = |l: usize, h: usize| {
+        if kind(l, h) == Kind::Content {
+            0.62
+        } else {
+            0.03 + 0.01 * h as f64
+        }
+    };
+    let ablation_head = |l: usize, h: usize| {
+        0.02 + 0.1 * f64::from(matches!(kind(l, h), Kind::Previous | Kind::Slash3))
+            + 0.01 * l as f64
+    };
+    let per_head = |f: &dyn Fn(usize, usize) -> f64| -> serde_json::Value {
+        (0..L)
+            .map(|l| (0..H).map(|h| f(l, h)).collect::<Vec<_>>())
+            .collect()
+    };
+    write_json(
+        &dir.join("posym.json"),
+        &json!({
+            "block_count": 8, "temperature": 0.1,
+            "s_pos": per_head(&|l, h| posym(l, h).0), "s_sym": per_head(&|l, h| posym(l, h).1)
+        }),
+    )
+    .unwrap();
+    write_json(
+        &dir.join("detectors.json"),
+        &json!({
+            "induction": per_head(&induction),
+            "previous_token": per_head(&|l, h| slash[0][idx(l, h) * (DMAX + 1) + 1]),
+            "sink": per_head(&|l, h| sink[0][idx(l, h)])
+        }),
+    )
+    .unwrap();
+    write_json(
+        &dir.join("ablation.json"),
+        &json!({
+            "keep_fraction": [0.25, 0.5, 0.75, 1.0], "nll_increase": [0.31, 0.12, 0.02, 0.0],
+            "logit_change": per_head(&ablation_head)
+        }),
+    )
+    .unwrap();
+
+    let mut heads = Vec::new();
+    let (mut nat, mut ran) = (Vec::new(), Vec::new());
+    for l in 0..L {
+        for h in 0..H {
+            let i = idx(l, h);
+            let sl = |set: usize| &slash[set][i * (DMAX + 1)..(i + 1) * (DMAX + 1)];
+            let (best, rbest) = (argmax(sl(0)), argmax(sl(1)));
+            for (set, list) in [(0, &mut nat), (1, &mut ran)] {
+                for (d, &v) in sl(set).iter().enumerate() {
+                    if v >= KAPPA {
+                        list.push(SlashHead {
+                            layer: l,
+                            head: h,
+                            delta: d,
+                        });
+                    }
+                }
+            }
+            let sv = |key| -> (f64, f64) {
+                let s = singular_values(l, h, key);
+                let sq: f64 = s.iter().map(|v| v * v).sum();
+                let tot: f64 = s.iter().sum();
+                let ent: f64 = s.iter().map(|v| v / tot).map(|p| -p * p.ln()).sum();
+                (s[0] * s[0] / sq, ent.exp())
+            };
+            let ((q1, qe), (k1, ke)) = (sv(false), sv(true));
+            let amp: Vec<f64> = chunk_norms(l, h, false)
+                .iter()
+                .zip(chunk_norms(l, h, true))
+                .map(|(a, b)| 0.5 * a * b)
+                .collect();
+            let ph = phases(l, h);
+            let logit: Vec<f64> = (0..=DMAX)
+                .map(|d| {
+                    (0..C)
+                        .map(|c| amp[c] * (g[c] * d as f64 + ph[c]).cos())
+                        .sum()
+                })
+                .collect();
+            let (p, s) = posym(l, h);
+            heads.push(HeadSummary {
+                layer: l,
+                head: h,
+                kv_head: h,
+                label: label((best, sl(0)[best]), sink[0][i], induction(l, h), (p, s)),
+                slash: Some(HeadSlash {
+                    best_delta: best,
+                    best_score: sl(0)[best],
+                    random_score_at_best_delta: Some(sl(1)[best]),
+                    random_best_delta: Some(rbest),
+                    sink: sink[0][i],
+                    random_sink: Some(sink[1][i]),
+                    slash_dominant: sl(0)[best] >= KAPPA,
+                    random_slash_dominant: Some(sl(1)[best] >= KAPPA),
+                }),
+                rank: Some(HeadRank {
+                    q_rank_one_share: q1,
+                    q_effective_rank: qe,
+                    k_rank_one_share: k1,
+                    k_effective_rank: ke,
+                    q_cos_mean: 0.9,
+                    q_cos_std: 0.05,
+                    k_cos_mean: 0.85,
+                    k_cos_std: 0.07,
+                }),
+                fourier: Some(HeadFourier {
+                    amplitude_shares: bands(&amp),
+                    predicted_delta: argmax(&logit),
+                    measured_delta: Some(best),
+                }),
+                frequency: Some(HeadFrequency {
+                    q: bands(&chunk_norms(l, h, false)),
+                    k: bands(&chunk_norms(l, h, true)),
+                }),
+                cone: Some(HeadCone {
+                    q_mean_angle: cone[i * 2],
+                    q_max_angle: cone[i * 2 + 1],
+                    k_mean_angle: cone[i * 2] * 0.9,
+                    k_max_angle: cone[i * 2 + 1] * 0.9,
+                }),
+                posym: Some(json!({"s_pos": p, "s_sym": s})),
+                detectors: Some(json!({
+                    "induction": induction(l, h),
+                    "previous_token": sl(0)[1],
+                    "sink": sink[0][i]
+                })),
+                cauchy_schwarz: None,
+                ablation: Some(json!({"logit_change": ablation_head(l, h)})),
+            });
+        }
+    }
+    let heads_of = |v: &[SlashHead]| -> Vec<(usize, usize)> {
+        let mut out: Vec<_> = v.iter().map(|s| (s.layer, s.head)).collect();
+        out.dedup();
+        out
+    };
+    let best = |set: usize| -> Vec<f64> {
+        slash[set]
+            .chunks(DMAX + 1)
+            .map(|c| c.iter().cloned().fold(f64::MIN, f64::max))
+            .collect()
+    };
+    let summary = Summary {
+        format_version: FORMAT_VERSION,
+        intrinsic: Some(Intrinsic {
+            jaccard: jaccard(&nat, &ran),
+            jaccard_heads: jaccard(&heads_of(&nat), &heads_of(&ran)),
+            pearson_all: pearson(&slash[0], &slash[1]),
+            pearson_best: pearson(&best(0), &best(1)),
+        }),
+        slash_dominant: Some(SlashDominantSets {
+            kappa: KAPPA,
+            natural: nat,
+            random: ran,
+        }),
+        cone: Some(EmbeddingCone {
+            n_tokens: 64,
+            mean_angle: 1.2,
+            max_angle: 1.5,
+        }),
+        heads,
+    };
+    write_json(&dir.join(files::SUMMARY), &summary).unwrap();
+    let mut text = String::from("layer head label            best_delta best_score sink\n");
+    for h in &summary.heads {
+        let s = h.slash.as_ref().unwrap();
+        text += &format!(
+            "{:5} {:4} {:16} {:10} {:10.4} {:.4}\n",
+            h.layer, h.head, h.label, s.best_delta, s.best_score, s.sink
+        );
+    }
+    std::fs::write(dir.join(files::SUMMARY_TEXT), text).unwrap();
+
+    let natural: Vec<Vec<u32>> = (0..2)
+        .map(|p| {
+            (0..N as u32)
+                .map(|t| if t == 0 { 1 } else { 100 + 3 * t + p })
+                .collect()
+        })
+        .collect();
+    let random: Vec<Vec<u32>> = (0..2)
+        .map(|p| {
+            (0..N as u32)
+                .map(|t| {
+                    if t == 0 {
+                        1
+                    } else {
+                        (t * 7919 + p * 104_729) % 1000
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    write_json(&dir.join(files::PROMPTS), &Prompts { natural, random }).unwrap();
+    let set = |name: &str, source: &str| PromptSetMeta {
+        name: name.into(),
+        count: 2,
+        lengths: vec![N, N],
+        sources: vec![source.into(); 2],
+    };
+    let meta = Meta {
+        format_version: FORMAT_VERSION,
+        ropescope_version: "0.1.0".into(),
+        model_file: "synthetic-2x3.gguf".into(),
+        model_sha256: "0f".repeat(32),
+        model: ModelMeta {
+            architecture: "llama".into(),
+            n_layers: L,
+            n_heads: H,
+            n_kv_heads: H,
+            head_dim: D,
+            value_dim: D,
+            n_chunks: C,
+            rope_bases: vec![10000.0; L],
+            windows: vec![None; L],
+            context_length: 2048,
+            vocab_size: 1000,
+        },
+        precision: "f64".into(),
+        prompt_sets: vec![
+            set("natural", "synthetic text"),
+            set("random", "uniform random ids"),
+        ],
+        parameters: Parameters {
+            delta_max: DMAX,
+            kappa: KAPPA,
+            low_band_max_frequency: 0.01,
+            high_band_min_frequency: 0.1,
+            sink_threshold: SINK_THRESHOLD,
+            map_size: M,
+            cone_tokens: 64,
+            seed: 0,
+            prompt_length: N,
+        },
+        analyses: [
+            "slash",
+            "intrinsic",
+            "frequency",
+            "rank",
+            "fourier",
+            "cone",
+            "posym",
+            "detectors",
+            "ablation",
+        ]
+        .map(String::from)
+        .to_vec(),
+        elapsed_seconds: 1.5,
+    };
+    write_json(&dir.join(files::META), &meta).unwrap();
+}
+
+/// A fresh copy of the example scan directory in a temporary directory.
+pub fn example() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_example(dir.path());
+    dir
+}
+
+/// Checks that `text` is well-formed XML as far as a report needs: tags balanced and properly nested, attribute
+/// quotes closed, no stray `<` or `&` in text. Returns the first problem.
+pub fn check_xml(text: &str) -> Result<(), String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        check_text(&rest[..open])?;
+        let after = &rest[open + 1..];
+        if let Some(body) = after.strip_prefix("!--") {
+            let end = body.find("-->").ok_or("unclosed comment")?;
+            rest = &body[end + 3..];
+            continue;
+        }
+        let end = tag_end(after)
+            .ok_or_else(|| format!("unclosed tag near {:?}", &after[..after.len().min(40)]))?;
+        let tag = &after[..end];
+        rest = &after[end + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let top = stack
+                .pop()
+                .ok_or_else(|| format!("closing </{name}> with nothing open"))?;
+            if top != name.trim() {
+                return Err(format!("</{name}> closes <{top}>"));
+            }
+        } else if !tag.ends_with('/') {
+            let name = tag.split(|c: char| c.is_whitespace()).next().unwrap_or("");
+            stack.push(name.to_string());
+        }
+    }
+    check_text(rest)?;
+    match stack.pop() {
+        Some(t) => Err(format!("<{t}> never closed")),
+        None => Ok(()),
+    }
+}
+
+/// Index of the `>` ending a tag, skipping quoted attribute values.
+fn tag_end(s: &str) -> Option<usize> {
+    let mut quote = None;
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '>') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn check_text(t: &str) -> Result<(), String> {
+    for (i, _) in t.match_indices('&') {
+        let entity = &t[i..t.len().min(i + 8)];
+        if !["&amp;", "&lt;", "&gt;", "&quot;", "&#"]
+            .iter()
+            .any(|e| entity.starts_with(e))
+        {
+            return Err(format!("bare & in text: {entity:?}"));
+        }
+    }
+    Ok(())
+}
