@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(label(&e(Some((4, 0.05)), Some(0.1)), 0.1, 0.5), "mixed");
         let reports = e(None, None).with_reports(
             Some(&serde_json::json!({"induction": 0.5})),
-            Some(&serde_json::json!({"positional": 0.9, "symbolic": 0.1})),
+            Some(&serde_json::json!({POSYM_FIELDS.0: 0.9, POSYM_FIELDS.1: 0.1})),
         );
         assert_eq!(label(&reports, 0.1, 0.5), "induction");
         let posym = Evidence {
