@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod args;
+mod bench_forward;
 mod compare;
 mod inspect;
 mod reference;
@@ -31,6 +32,8 @@ enum Command {
     Compare(compare::Args),
     /// Print the token ids a model's own tokenizer gives a text.
     Tokenize(tokenize::Args),
+    /// Time model load and the forward pass (full capture by default) and print the times as JSON.
+    BenchForward(bench_forward::Args),
     /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
     Train(train::Args),
 }
@@ -53,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Tokenize(args) => tokenize::run(args),
         Command::Train(args) => train::run(args),
+        Command::BenchForward(args) => bench_forward::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
