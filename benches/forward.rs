@@ -5,7 +5,7 @@
 //! A model whose file is absent is skipped with a note. The side-by-side comparison with HF transformers and
 //! llama.cpp is `benches/peers/compare.py`.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
@@ -46,7 +46,9 @@ fn forward(c: &mut Criterion) {
             continue;
         }
         let mut group = c.benchmark_group(name);
+        // Flat sampling: one pass per sample (a forward pass takes about a second), not 1 + 2 + ... + 10.
         group
+            .sampling_mode(SamplingMode::Flat)
             .sample_size(10)
             .warm_up_time(Duration::from_secs(1))
             .measurement_time(Duration::from_secs(10));
