@@ -5,15 +5,21 @@
 //! operands are views into plain vectors at arbitrary offsets. faer remains the crate's library for
 //! decompositions, on its own aligned matrices.
 //!
-//! Results are identical at any thread count: work is split into row chunks of a fixed size
-//! ([`ROW_CHUNK`]), each chunk is multiplied sequentially, and the split never depends on how many threads
-//! run it, so every output element is computed by the same operations in the same order.
+//! Results are identical at any thread count: [`matmul_transb`] splits its output into tiles of a fixed size
+//! ([`ROW_TILE`] × [`COL_TILE`]), each tile is multiplied sequentially, and the split never depends on how many
+//! threads run it, so every output element is computed by the same operations in the same order.
 
 use crate::numeric::Real;
 use rayon::prelude::*;
 
-/// Rows per parallel work item in [`matmul_transb`].
-pub const ROW_CHUNK: usize = 16;
+/// Rows of the output per parallel work item in [`matmul_transb`].
+///
+/// Large enough that the packed weight panel of a tile is reused over many rows (the GEMM packs both operands
+/// of every call), small enough that a 512-token pass still yields several tiles per thread.
+pub const ROW_TILE: usize = 256;
+
+/// Columns of the output (rows of the weight) per parallel work item in [`matmul_transb`].
+pub const COL_TILE: usize = 256;
 
 /// Number of elements a row-major `rows × cols` view with row stride `ld` spans.
 fn span(rows: usize, cols: usize, ld: usize) -> usize {
@@ -89,21 +95,44 @@ pub fn gemm<T: Real>(
     }
 }
 
-/// `x[rows × k] · wᵀ` for a weight `w` stored as `n × k` (ggml's layout of `y = W x`), in parallel over
-/// fixed chunks of rows. Returns the `rows × n` product.
+/// The output of [`matmul_transb`], shared by the tasks that write its disjoint tiles.
+struct TileOut<T>(*mut T);
+
+// SAFETY: the pointer is only used to write tiles that no other task touches (see `matmul_transb`).
+unsafe impl<T: Send> Send for TileOut<T> {}
+// SAFETY: as above; tasks only write through it, each to its own tile.
+unsafe impl<T: Send> Sync for TileOut<T> {}
+
+/// `x[rows × k] · wᵀ` for a weight `w` stored as `n × k` (ggml's layout of `y = W x`), in parallel over fixed
+/// tiles of the output ([`ROW_TILE`] rows × [`COL_TILE`] columns). Returns the `rows × n` product.
 pub fn matmul_transb<T: Real>(x: &[T], rows: usize, k: usize, w: &[T], n: usize) -> Vec<T> {
     assert_eq!(x.len(), rows * k);
     assert_eq!(w.len(), n * k);
     let mut out = vec![T::zero(); rows * n];
-    if k == 0 {
+    if k == 0 || rows == 0 || n == 0 {
         return out;
     }
-    out.par_chunks_mut(ROW_CHUNK * n)
-        .zip(x.par_chunks(ROW_CHUNK * k))
-        .for_each(|(o, xa)| {
-            let m = xa.len() / k;
-            gemm_transb(o, n, xa, k, w, k, (m, n, k), T::one());
-        });
+    let col_tiles = n.div_ceil(COL_TILE);
+    let tiles = rows.div_ceil(ROW_TILE) * col_tiles;
+    let dst = TileOut(out.as_mut_ptr());
+    (0..tiles).into_par_iter().for_each(|tile| {
+        let (r0, c0) = ((tile / col_tiles) * ROW_TILE, (tile % col_tiles) * COL_TILE);
+        let (m, nc) = (ROW_TILE.min(rows - r0), COL_TILE.min(n - c0));
+        let dst = &dst;
+        // SAFETY: `x` holds rows `r0..r0 + m` of `k` elements and `w` rows `c0..c0 + nc` (asserted lengths);
+        // the output view, rows `r0..r0 + m` × columns `c0..c0 + nc` of the `rows × n` buffer with row stride
+        // `n`, lies inside `out`, and distinct tiles address disjoint elements, so no two tasks write the same
+        // element and none reads what another writes. `out` outlives the parallel loop.
+        unsafe {
+            T::gemm_raw(
+                (m, k, nc),
+                T::one(),
+                (x.as_ptr().add(r0 * k), k as isize, 1),
+                (w.as_ptr().add(c0 * k), 1, k as isize),
+                (dst.0.add(r0 * n + c0), n as isize, 1),
+            )
+        }
+    });
     out
 }
 
@@ -123,7 +152,7 @@ mod tests {
 
     #[test]
     fn matmul_transb_matches_naive_and_is_thread_count_independent() {
-        let (rows, k, n) = (37, 19, 23);
+        let (rows, k, n) = (ROW_TILE + 37, 19, COL_TILE + 23);
         let x: Vec<f64> = (0..rows * k)
             .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
             .collect();

@@ -20,7 +20,7 @@
 use super::fourier::{
     FrequencyBands, DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY,
 };
-use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, LayerPlan};
+use super::slash_stream::SlashCapture;
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, Model};
 use crate::numeric::Real;
@@ -308,7 +308,7 @@ fn measure<T: Real>(
     tick: &mut dyn FnMut(),
 ) -> Result<Measured> {
     let c = &model.config;
-    let mut profile = vec![vec![vec![0.0; delta_max + 1]; c.n_heads]; c.n_layers];
+    let mut cap = SlashCapture::new(c.n_layers, c.n_heads, delta_max);
     let (mut nll, mut n_predicted) = (0.0, 0usize);
     for ids in prompts {
         let t = ids.len();
@@ -316,24 +316,20 @@ fn measure<T: Real>(
             logits_rows: 0..t - 1,
             rope_keep: rope_keep.clone(),
         };
-        let mut cap = SlashCapture {
-            delta_max,
-            n_heads: c.n_heads,
-            sums: vec![vec![0.0; delta_max + 1]; c.n_layers * c.n_heads],
-        };
         let out = model.forward(ids, &opts, &mut cap)?;
         for (row, &target) in out.logits.chunks(c.vocab_size).zip(&ids[1..]) {
             nll += cross_entropy(row, target as usize);
         }
         n_predicted += t - 1;
-        for (i, sums) in cap.sums.iter().enumerate() {
-            let head = &mut profile[i / c.n_heads][i % c.n_heads];
-            for (delta, (p, s)) in head.iter_mut().zip(sums).enumerate() {
-                *p += s / (t - delta) as f64 / prompts.len() as f64;
-            }
-        }
         tick();
     }
+    let scores = cap.scores();
+    let profile = scores
+        .chunks(delta_max + 1)
+        .collect::<Vec<_>>()
+        .chunks(c.n_heads)
+        .map(|layer| layer.iter().map(|head| head.to_vec()).collect())
+        .collect();
     Ok(Measured {
         loss: nll / n_predicted as f64,
         n_predicted,
@@ -349,51 +345,4 @@ fn cross_entropy<T: Real>(logits: &[T], target: usize) -> f64 {
         .fold(f64::NEG_INFINITY, f64::max);
     let sum: f64 = logits.iter().map(|z| (z.to_f64_exact() - max).exp()).sum();
     max + sum.ln() - logits[target].to_f64_exact()
-}
-
-/// Streams every head's sub-diagonal sums `Σ_i S[i, i−Δ]`, `Δ = 0..=delta_max`, over one prompt.
-struct SlashCapture {
-    delta_max: usize,
-    n_heads: usize,
-    sums: Vec<Vec<f64>>,
-}
-
-/// Per-head state of a [`SlashCapture`].
-struct SlashHead {
-    sums: Vec<f64>,
-}
-
-impl<T: Real> HeadCapture<T> for SlashHead {
-    fn block(&mut self, _info: &HeadInfo, b: &AttentionBlock<'_, T>) {
-        for i in b.rows.clone() {
-            let row = b.probs_row(i);
-            for (delta, s) in self.sums.iter_mut().enumerate().take(i + 1) {
-                let j = i - delta;
-                if b.cols.contains(&j) {
-                    *s += row[j - b.cols.start].to_f64_exact();
-                }
-            }
-        }
-    }
-}
-
-impl<T: Real> Capture<T> for SlashCapture {
-    type Head = SlashHead;
-
-    fn plan(&self, _layer: usize) -> LayerPlan {
-        LayerPlan {
-            attention: true,
-            ..LayerPlan::default()
-        }
-    }
-
-    fn begin_head(&self, _info: &HeadInfo) -> SlashHead {
-        SlashHead {
-            sums: vec![0.0; self.delta_max + 1],
-        }
-    }
-
-    fn end_head(&mut self, info: &HeadInfo, head: SlashHead) {
-        self.sums[info.layer * self.n_heads + info.head] = head.sums;
-    }
 }

@@ -107,10 +107,14 @@ impl<T: Real> Capture<T> for CollectSink<T> {
 
     fn begin_head(&self, info: &HeadInfo) -> CollectHead<T> {
         let rows = self.rows.start.min(info.n_tokens)..self.rows.end.min(info.n_tokens);
+        // The attention rows arrive block by block: allocate them once rather than growing as they come.
+        let kept = rows.len() * info.n_tokens;
         CollectHead {
             rows,
             record: HeadRecord {
                 info: Some(info.clone()),
+                logits: Vec::with_capacity(kept),
+                probs: Vec::with_capacity(kept),
                 ..Default::default()
             },
         }

@@ -27,7 +27,7 @@ pub struct LayerPlan {
     /// Call [`HeadCapture::block`] with logits and probabilities.
     pub attention: bool,
     /// Give every block all `T` key columns (logits of masked keys included) rather than only the columns that
-    /// some row of the block can see. Costs up to twice the attention work.
+    /// some row of the block can see. Costs up to twice the work of the logits and the softmax.
     pub full_rows: bool,
     /// Call [`HeadCapture::output`] with the head's output (attention-weighted values).
     pub output: bool,

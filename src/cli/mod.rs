@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod args;
+mod bench_forward;
 mod compare;
 mod figures;
 mod inspect;
@@ -38,6 +39,8 @@ enum Command {
     Scan(scan::Args),
     /// Print the token ids a model's own tokenizer gives a text.
     Tokenize(tokenize::Args),
+    /// Time model load and the forward pass (full capture by default) and print the times as JSON.
+    BenchForward(bench_forward::Args),
     /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
     Train(train::Args),
     /// Write DIR/report.html, the self-contained report page of a scan directory.
@@ -73,6 +76,7 @@ pub fn main() -> ExitCode {
         Command::Figures(args) => figures::run(args),
         Command::ExportNotebook(args) => notebook::run(args),
         Command::ExportMinference(args) => minference::run(args),
+        Command::BenchForward(args) => bench_forward::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

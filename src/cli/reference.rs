@@ -34,7 +34,8 @@ pub struct Args {
     out: PathBuf,
 }
 
-fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
+/// Token ids from a comma-separated list or a `.npy` file of integers.
+pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
     let to_u32 =
         |v: i64| u32::try_from(v).with_context(|| format!("token id {v} is not a valid id"));
     if spec.ends_with(".npy") || Path::new(spec).is_file() {

@@ -144,6 +144,8 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
                 visible,
             );
         }
+        // No row of the block sees a key past `r1 - 1`: full rows only add exact zeros there, so `probs · v`
+        // stops at the last visible key whatever the plan.
         gemm(
             &mut out[r0 * dv..r1 * dv],
             dv,
@@ -151,7 +153,7 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
             nc,
             &qkv.v[cols.start * v_stride + v_off..],
             v_stride,
-            (nr, dv, nc),
+            (nr, dv, r1 - cols.start),
         );
         if let (true, Some(hc)) = (plan.attention, cap.as_deref_mut()) {
             hc.block(

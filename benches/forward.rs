@@ -1,0 +1,84 @@
+//! Model load and the f32 forward pass at 512 tokens on the cached GGUF models (`fixtures/models.sh`): load
+//! (mmap + dequantization), the forward pass with full capture (every layer's q/k/v before and after RoPE,
+//! attention logits and probabilities over all rows, head outputs) and without capture.
+//!
+//! A model whose file is absent is skipped with a note. The side-by-side comparison with HF transformers and
+//! llama.cpp is `benches/peers/compare.py`.
+
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
+use ropescope::capture::{CollectSink, NoCapture};
+use ropescope::gguf::GgufFile;
+use ropescope::model::{ForwardOptions, Model};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Tokens per forward pass.
+const TOKENS: usize = 512;
+
+/// The model cache of `fixtures/models.sh`.
+fn model_dir() -> PathBuf {
+    match std::env::var_os("ROPESCOPE_CACHE") {
+        Some(dir) => PathBuf::from(dir).join("models"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join(".cache/ropescope/models"),
+    }
+}
+
+/// Deterministic in-vocabulary token ids (a fixed stride through the vocabulary; the forward pass costs the
+/// same for any ids).
+fn token_ids(vocab: usize) -> Vec<u32> {
+    (0..TOKENS)
+        .map(|i| ((i * 7919 + 17) % vocab) as u32)
+        .collect()
+}
+
+fn forward(c: &mut Criterion) {
+    for (name, file_name) in [
+        ("smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        ("gemma3-270m", "gemma-3-270m-q4_k_m.gguf"),
+    ] {
+        let path = model_dir().join(file_name);
+        if !path.is_file() {
+            println!(
+                "skipping {name}: {} is absent (fixtures/models.sh downloads it)",
+                path.display()
+            );
+            continue;
+        }
+        let mut group = c.benchmark_group(name);
+        // Flat sampling: one pass per sample (a forward pass takes about a second), not 1 + 2 + ... + 10.
+        group
+            .sampling_mode(SamplingMode::Flat)
+            .sample_size(10)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(10));
+        group.bench_function("load_f32", |b| {
+            b.iter(|| {
+                let file = GgufFile::open(&path).expect("model file");
+                Model::<f32>::load(&file).expect("supported model")
+            })
+        });
+        let file = GgufFile::open(&path).expect("model file");
+        let model = Model::<f32>::load(&file).expect("supported model");
+        let ids = token_ids(model.config.vocab_size);
+        let opts = ForwardOptions {
+            logits_rows: 0..TOKENS,
+            rope_keep: None,
+        };
+        let layers: Vec<usize> = (0..model.config.n_layers).collect();
+        group.bench_function("forward_f32_512_full_capture", |b| {
+            b.iter(|| {
+                let mut sink = CollectSink::new(layers.clone(), 0..TOKENS);
+                let out = model.forward(&ids, &opts, &mut sink).expect("forward");
+                (out, sink)
+            })
+        });
+        group.bench_function("forward_f32_512_no_capture", |b| {
+            b.iter(|| model.forward(&ids, &opts, &mut NoCapture).expect("forward"))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, forward);
+criterion_main!(benches);

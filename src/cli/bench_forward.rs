@@ -1,0 +1,107 @@
+//! `ropescope bench-forward`: wall-clock time of model load and of the forward pass, as JSON, for the peer
+//! comparison in `benches/peers/compare.py`.
+
+use super::args::Precision;
+use super::reference::read_ids;
+use crate::capture::{CollectSink, NoCapture};
+use crate::gguf::GgufFile;
+use crate::model::{ForwardOptions, Model};
+use crate::numeric::Real;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What the forward pass captures.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Every layer's and head's q, k (pre and post RoPE), v, attention logits and probabilities over all
+    /// rows, and head outputs ([`CollectSink`] over every layer).
+    Full,
+    /// Nothing beyond the output logits.
+    None,
+}
+
+/// Arguments of `ropescope bench-forward`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The GGUF model file.
+    model: PathBuf,
+    /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
+    #[arg(long)]
+    ids: String,
+    /// Timed forward passes, after one untimed warm-up pass.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// What the forward pass captures.
+    #[arg(long, value_enum, default_value_t = CaptureMode::Full)]
+    capture: CaptureMode,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    precision: Precision,
+}
+
+/// What `bench-forward` prints (one JSON line on stdout).
+#[derive(Serialize)]
+struct Report {
+    /// Seconds to map the file, resolve the configuration and dequantize every weight.
+    load_s: f64,
+    /// Seconds of each timed forward pass (logits of every position, capture included).
+    forward_s: Vec<f64>,
+    capture: &'static str,
+    precision: &'static str,
+    tokens: usize,
+    threads: usize,
+}
+
+fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
+    let start = Instant::now();
+    let file = GgufFile::open(&args.model)?;
+    let model = Model::<T>::load(&file)?;
+    let load_s = start.elapsed().as_secs_f64();
+    model.validate(ids)?;
+    let opts = ForwardOptions {
+        logits_rows: 0..ids.len(),
+        rope_keep: None,
+    };
+    let layers: Vec<usize> = (0..model.config.n_layers).collect();
+    let mut forward_s = Vec::with_capacity(args.repeat);
+    for run in 0..=args.repeat {
+        let start = Instant::now();
+        let logits = match args.capture {
+            CaptureMode::Full => {
+                let mut sink = CollectSink::new(layers.clone(), 0..ids.len());
+                let out = model.forward(ids, &opts, &mut sink)?;
+                std::hint::black_box(&sink);
+                out.logits
+            }
+            CaptureMode::None => model.forward(ids, &opts, &mut NoCapture)?.logits,
+        };
+        let elapsed = start.elapsed().as_secs_f64();
+        std::hint::black_box(&logits);
+        if run > 0 {
+            forward_s.push(elapsed);
+        }
+    }
+    Ok(Report {
+        load_s,
+        forward_s,
+        capture: match args.capture {
+            CaptureMode::Full => "full",
+            CaptureMode::None => "none",
+        },
+        precision: T::NAME,
+        tokens: ids.len(),
+        threads: rayon::current_num_threads(),
+    })
+}
+
+/// Runs `bench-forward`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let ids = read_ids(&args.ids)?;
+    let report = match args.precision {
+        Precision::F32 => run_in::<f32>(&args, &ids)?,
+        Precision::F64 => run_in::<f64>(&args, &ids)?,
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
