@@ -68,6 +68,35 @@ pub struct BandShares {
     pub high: f64,
 }
 
+impl BandShares {
+    /// Shares of `Σ v` in each band over `(frequency g, value v)` pairs: `g < low_max` is low,
+    /// `low_max ≤ g < high_min` medium, `g ≥ high_min` high. All zero when the values sum to zero.
+    pub fn of(terms: impl IntoIterator<Item = (f64, f64)>, bands: &FrequencyBands) -> Self {
+        let mut shares = BandShares {
+            low: 0.0,
+            medium: 0.0,
+            high: 0.0,
+        };
+        for (g, v) in terms {
+            let slot = if g < bands.low_max {
+                &mut shares.low
+            } else if g < bands.high_min {
+                &mut shares.medium
+            } else {
+                &mut shares.high
+            };
+            *slot += v;
+        }
+        let total = shares.low + shares.medium + shares.high;
+        if total > 0.0 {
+            shares.low /= total;
+            shares.medium /= total;
+            shares.high /= total;
+        }
+        shares
+    }
+}
+
 /// Decomposes the logit of pre-RoPE `q` and `k` (both of length `spec.head_dim`) into per-chunk cosines.
 ///
 /// # Panics
@@ -103,28 +132,7 @@ impl LogitSpectrum {
 
     /// Share of `Σ_l A_l` in the low, medium and high bands; all zero when every amplitude is zero.
     pub fn band_shares(&self, bands: &FrequencyBands) -> BandShares {
-        let mut shares = BandShares {
-            low: 0.0,
-            medium: 0.0,
-            high: 0.0,
-        };
-        for t in &self.terms {
-            let slot = if t.frequency < bands.low_max {
-                &mut shares.low
-            } else if t.frequency < bands.high_min {
-                &mut shares.medium
-            } else {
-                &mut shares.high
-            };
-            *slot += t.amplitude;
-        }
-        let total = shares.low + shares.medium + shares.high;
-        if total > 0.0 {
-            shares.low /= total;
-            shares.medium /= total;
-            shares.high /= total;
-        }
-        shares
+        BandShares::of(self.terms.iter().map(|t| (t.frequency, t.amplitude)), bands)
     }
 }
 

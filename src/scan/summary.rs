@@ -9,7 +9,7 @@ use super::labels::{label, Evidence};
 use super::measure::SetMeasures;
 use super::params::{Analysis, ScanParams};
 use crate::analysis::embedding_cone::EmbeddingCone;
-use crate::analysis::fourier::{logit_spectrum, FrequencyBands, LogitSpectrum};
+use crate::analysis::fourier::{logit_spectrum, BandShares, FrequencyBands, LogitSpectrum};
 use crate::analysis::rank::rank_stats;
 use crate::analysis::slash_stream::SlashCapture;
 use crate::analysis::vector_stats::{HeadSums, RowSums};
@@ -211,31 +211,20 @@ fn head_fourier(
     })
 }
 
-/// Shares of `Σ values[l]` over chunks in each frequency band of `rope`.
+/// Shares of `Σ values[l]` over chunks in each frequency band of `rope` ([`BandShares::of`]).
 pub fn band_shares(rope: &RopeSpec, values: &[f64], bands: &FrequencyBands) -> Bands {
-    let mut b = Bands {
-        low: 0.0,
-        medium: 0.0,
-        high: 0.0,
-    };
-    for (l, v) in values.iter().enumerate() {
-        let g: f64 = rope.frequency(l);
-        let slot = if g < bands.low_max {
-            &mut b.low
-        } else if g < bands.high_min {
-            &mut b.medium
-        } else {
-            &mut b.high
-        };
-        *slot += v;
+    let s = BandShares::of(
+        values
+            .iter()
+            .enumerate()
+            .map(|(l, &v)| (rope.frequency(l), v)),
+        bands,
+    );
+    Bands {
+        low: s.low,
+        medium: s.medium,
+        high: s.high,
     }
-    let total = b.low + b.medium + b.high;
-    if total > 0.0 {
-        b.low /= total;
-        b.medium /= total;
-        b.high /= total;
-    }
-    b
 }
 
 fn head_frequency(s: &HeadSums, bands: &FrequencyBands) -> Option<HeadFrequency> {
