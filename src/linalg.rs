@@ -30,6 +30,36 @@ fn span(rows: usize, cols: usize, ld: usize) -> usize {
     }
 }
 
+/// `out[m × n] = alpha · a[m × k] · B` where `B` is the `k × n` matrix whose element `(r, c)` sits at
+/// `b[r · b_strides.0 + c · b_strides.1]` (both strides ≥ 0, and `b_span` elements long). `a` and `out` are
+/// row-major with row strides `lda`, `ldo`. Panics if a slice is shorter than its view.
+#[allow(clippy::too_many_arguments)]
+fn strided_gemm<T: Real>(
+    out: &mut [T],
+    ldo: usize,
+    a: &[T],
+    lda: usize,
+    (b, b_strides, b_span): (&[T], (usize, usize), usize),
+    (m, n, k): (usize, usize, usize),
+    alpha: T,
+) {
+    assert!(a.len() >= span(m, k, lda) && b.len() >= b_span && out.len() >= span(m, n, ldo));
+    assert!(ldo >= n && lda >= k);
+    if m == 0 || n == 0 {
+        return;
+    }
+    // SAFETY: the assertions above keep every addressed element inside the slices; `out` is a unique borrow.
+    unsafe {
+        T::gemm_raw(
+            (m, k, n),
+            alpha,
+            (a.as_ptr(), lda as isize, 1),
+            (b.as_ptr(), b_strides.0 as isize, b_strides.1 as isize),
+            (out.as_mut_ptr(), ldo as isize, 1),
+        )
+    }
+}
+
 /// `out[m × n] = alpha · a[m × k] · bᵀ` where `b` is `n × k` (a weight matrix stored as `out × in`).
 ///
 /// All three are row-major with the given row strides (`lda`, `ldb`, `ldo` elements between row starts).
@@ -45,23 +75,16 @@ pub fn gemm_transb<T: Real>(
     (m, n, k): (usize, usize, usize),
     alpha: T,
 ) {
-    assert!(
-        a.len() >= span(m, k, lda) && b.len() >= span(n, k, ldb) && out.len() >= span(m, n, ldo)
+    assert!(ldb >= k);
+    strided_gemm(
+        out,
+        ldo,
+        a,
+        lda,
+        (b, (1, ldb), span(n, k, ldb)),
+        (m, n, k),
+        alpha,
     );
-    assert!(ldo >= n && lda >= k && ldb >= k);
-    if m == 0 || n == 0 {
-        return;
-    }
-    // SAFETY: the assertions above keep every addressed element inside the slices; `out` is a unique borrow.
-    unsafe {
-        T::gemm_raw(
-            (m, k, n),
-            alpha,
-            (a.as_ptr(), lda as isize, 1),
-            (b.as_ptr(), 1, ldb as isize),
-            (out.as_mut_ptr(), ldo as isize, 1),
-        )
-    }
 }
 
 /// `out[m × n] = a[m × k] · b[k × n]`, all row-major with the given strides. Sequential. Panics if a slice is
@@ -76,23 +99,16 @@ pub fn gemm<T: Real>(
     ldb: usize,
     (m, n, k): (usize, usize, usize),
 ) {
-    assert!(
-        a.len() >= span(m, k, lda) && b.len() >= span(k, n, ldb) && out.len() >= span(m, n, ldo)
+    assert!(ldb >= n);
+    strided_gemm(
+        out,
+        ldo,
+        a,
+        lda,
+        (b, (ldb, 1), span(k, n, ldb)),
+        (m, n, k),
+        T::one(),
     );
-    assert!(ldo >= n && lda >= k && ldb >= n);
-    if m == 0 || n == 0 {
-        return;
-    }
-    // SAFETY: as in `gemm_transb`.
-    unsafe {
-        T::gemm_raw(
-            (m, k, n),
-            T::one(),
-            (a.as_ptr(), lda as isize, 1),
-            (b.as_ptr(), ldb as isize, 1),
-            (out.as_mut_ptr(), ldo as isize, 1),
-        )
-    }
 }
 
 /// The output of [`matmul_transb`], shared by the tasks that write its disjoint tiles.
