@@ -1,6 +1,7 @@
 //! Model load and the f32 forward pass at 512 tokens on the cached GGUF models (`fixtures/models.sh`): load
-//! (mmap + dequantization), the forward pass with full capture (every layer's q/k/v before and after RoPE,
-//! attention logits and probabilities over all rows, head outputs) and without capture.
+//! (mmap and a check of every tensor; the weights stay quantized), the forward pass with full capture (every
+//! layer's q/k/v before and after RoPE, attention logits and probabilities over all rows, head outputs) and
+//! without capture.
 //!
 //! A model whose file is absent is skipped with a note. The side-by-side comparison with HF transformers and
 //! llama.cpp is `benches/peers/compare.py`.

@@ -5,21 +5,12 @@
 //! operands are views into plain vectors at arbitrary offsets. faer remains the crate's library for
 //! decompositions, on its own aligned matrices.
 //!
-//! Results are identical at any thread count: [`matmul_transb`] splits its output into tiles of a fixed size
-//! ([`ROW_TILE`] × [`COL_TILE`]), each tile is multiplied sequentially, and the split never depends on how many
-//! threads run it, so every output element is computed by the same operations in the same order.
+//! Results are identical at any thread count: [`matmul_transb_tiles`] splits its output into column strips whose
+//! width depends only on the shape, each strip is multiplied sequentially, and the split never depends on how
+//! many threads run it, so every output element is computed by the same operations in the same order.
 
 use crate::numeric::Real;
 use rayon::prelude::*;
-
-/// Rows of the output per parallel work item in [`matmul_transb`].
-///
-/// Large enough that the packed weight panel of a tile is reused over many rows (the GEMM packs both operands
-/// of every call), small enough that a 512-token pass still yields several tiles per thread.
-pub const ROW_TILE: usize = 256;
-
-/// Columns of the output (rows of the weight) per parallel work item in [`matmul_transb`].
-pub const COL_TILE: usize = 256;
 
 /// Number of elements a row-major `rows × cols` view with row stride `ld` spans.
 fn span(rows: usize, cols: usize, ld: usize) -> usize {
@@ -111,44 +102,76 @@ pub fn gemm<T: Real>(
     );
 }
 
-/// The output of [`matmul_transb`], shared by the tasks that write its disjoint tiles.
-struct TileOut<T>(*mut T);
+/// The output of [`matmul_transb_tiles`], shared by the tasks that write its disjoint column strips.
+struct StripOut<T>(*mut T);
 
-// SAFETY: the pointer is only used to write tiles that no other task touches (see `matmul_transb`).
-unsafe impl<T: Send> Send for TileOut<T> {}
-// SAFETY: as above; tasks only write through it, each to its own tile.
-unsafe impl<T: Send> Sync for TileOut<T> {}
+// SAFETY: the pointer is only used to write column strips that no other task touches (see
+// `matmul_transb_tiles`).
+unsafe impl<T: Send> Send for StripOut<T> {}
+// SAFETY: as above; tasks only write through it, each to its own strip.
+unsafe impl<T: Send> Sync for StripOut<T> {}
 
-/// `x[rows × k] · wᵀ` for a weight `w` stored as `n × k` (ggml's layout of `y = W x`), in parallel over fixed
-/// tiles of the output ([`ROW_TILE`] rows × [`COL_TILE`] columns). Returns the `rows × n` product.
-pub fn matmul_transb<T: Real>(x: &[T], rows: usize, k: usize, w: &[T], n: usize) -> Vec<T> {
+/// Smallest number of weight rows per work item of [`matmul_transb_tiles`].
+pub const MIN_WEIGHT_TILE: usize = 16;
+
+/// Largest number of weight rows per work item of [`matmul_transb_tiles`]: it bounds the produced tile (2 MiB
+/// in f32 for 2048 inputs) while every item still multiplies enough weight rows to amortise packing the
+/// activations.
+pub const MAX_WEIGHT_TILE: usize = 256;
+
+/// Weight rows per parallel work item of [`matmul_transb_tiles`] for a weight of `n` rows.
+///
+/// About an eighth of the weight, so that even the small key and value projections give every core of a laptop
+/// work, between [`MIN_WEIGHT_TILE`] and [`MAX_WEIGHT_TILE`] rows and a multiple of 16 (the GEMM's register
+/// tiles). It depends on `n` alone, never on the thread count.
+pub fn weight_tile(n: usize) -> usize {
+    (n / 8)
+        .next_multiple_of(16)
+        .clamp(MIN_WEIGHT_TILE, MAX_WEIGHT_TILE)
+}
+
+/// `x[rows × k] · wᵀ` for a weight `w` (`n × k`, stored as `out × in`, ggml's layout of `y = W x`) that is
+/// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
+/// Returns the `rows × n` product.
+///
+/// Runs in parallel over fixed tiles of [`weight_tile`]`(n)` weight rows; each tile is produced once and
+/// multiplied with all `rows` rows of `x` sequentially, so every output element is computed by the same
+/// operations in the same order at any thread count.
+pub fn matmul_transb_tiles<T: Real>(
+    x: &[T],
+    rows: usize,
+    k: usize,
+    n: usize,
+    fill: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
+) -> Vec<T> {
     assert_eq!(x.len(), rows * k);
-    assert_eq!(w.len(), n * k);
     let mut out = vec![T::zero(); rows * n];
     if k == 0 || rows == 0 || n == 0 {
         return out;
     }
-    let col_tiles = n.div_ceil(COL_TILE);
-    let tiles = rows.div_ceil(ROW_TILE) * col_tiles;
-    let dst = TileOut(out.as_mut_ptr());
-    (0..tiles).into_par_iter().for_each(|tile| {
-        let (r0, c0) = ((tile / col_tiles) * ROW_TILE, (tile % col_tiles) * COL_TILE);
-        let (m, nc) = (ROW_TILE.min(rows - r0), COL_TILE.min(n - c0));
-        let dst = &dst;
-        // SAFETY: `x` holds rows `r0..r0 + m` of `k` elements and `w` rows `c0..c0 + nc` (asserted lengths);
-        // the output view, rows `r0..r0 + m` × columns `c0..c0 + nc` of the `rows × n` buffer with row stride
-        // `n`, lies inside `out`, and distinct tiles address disjoint elements, so no two tasks write the same
-        // element and none reads what another writes. `out` outlives the parallel loop.
-        unsafe {
-            T::gemm_raw(
-                (m, k, nc),
-                T::one(),
-                (x.as_ptr().add(r0 * k), k as isize, 1),
-                (w.as_ptr().add(c0 * k), 1, k as isize),
-                (dst.0.add(r0 * n + c0), n as isize, 1),
-            )
-        }
-    });
+    let tile = weight_tile(n);
+    let dst = StripOut(out.as_mut_ptr());
+    (0..n.div_ceil(tile))
+        .into_par_iter()
+        .for_each_init(Vec::new, |w: &mut Vec<T>, i| {
+            let (c0, nc) = (i * tile, tile.min(n - i * tile));
+            w.resize(nc * k, T::zero());
+            fill(c0..c0 + nc, w);
+            let dst = &dst;
+            // SAFETY: `x` holds `rows × k` elements (asserted) and `w` holds `nc × k`; the output view, columns
+            // `c0..c0 + nc` of every row of the `rows × n` buffer with row stride `n`, lies inside `out`, and
+            // distinct tiles address disjoint columns, so no two tasks write the same element and none reads
+            // what another writes. `out` outlives the parallel loop.
+            unsafe {
+                T::gemm_raw(
+                    (rows, k, nc),
+                    T::one(),
+                    (x.as_ptr(), k as isize, 1),
+                    (w.as_ptr(), 1, k as isize),
+                    (dst.0.add(c0), n as isize, 1),
+                )
+            }
+        });
     out
 }
 
@@ -167,22 +190,27 @@ mod tests {
     }
 
     #[test]
-    fn matmul_transb_matches_naive_and_is_thread_count_independent() {
-        let (rows, k, n) = (ROW_TILE + 37, 19, COL_TILE + 23);
+    fn matmul_transb_tiles_matches_naive_and_is_thread_count_independent() {
+        let (rows, k, n) = (300, 19, 8 * MAX_WEIGHT_TILE + 23);
         let x: Vec<f64> = (0..rows * k)
             .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
             .collect();
         let w: Vec<f64> = (0..n * k)
             .map(|i| ((i * 104729) % 97) as f64 / 48.0 - 1.0)
             .collect();
-        let got = matmul_transb(&x, rows, k, &w, n);
+        let product = || {
+            matmul_transb_tiles(&x, rows, k, n, |r, buf| {
+                buf.copy_from_slice(&w[r.start * k..r.end * k])
+            })
+        };
+        let got = product();
         let want = naive(&x, rows, k, &w, n);
         assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12));
         let one = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .unwrap();
-        let single = one.install(|| matmul_transb(&x, rows, k, &w, n));
+        let single = one.install(product);
         assert!(got
             .iter()
             .zip(&single)

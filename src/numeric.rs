@@ -33,6 +33,10 @@ pub trait Real:
     /// Converts to `f64`; exact for both precisions.
     fn to_f64_exact(self) -> f64;
 
+    /// Fills `out` with the f32 values `produce` writes into a buffer of `out.len()` elements, widened exactly.
+    /// For `f32` the buffer is `out` itself.
+    fn fill_from_f32(out: &mut [Self], produce: impl FnOnce(&mut [f32]));
+
     /// `c ← alpha · a · b` for an `m × k` matrix `a` and a `k × n` matrix `b`, each given by a pointer and its
     /// row and column strides (matrixmultiply's general-stride GEMM).
     ///
@@ -60,6 +64,9 @@ impl Real for f32 {
     fn to_f64_exact(self) -> f64 {
         self as f64
     }
+    fn fill_from_f32(out: &mut [Self], produce: impl FnOnce(&mut [f32])) {
+        produce(out)
+    }
     unsafe fn gemm_raw(
         (m, k, n): (usize, usize, usize),
         alpha: Self,
@@ -83,6 +90,13 @@ impl Real for f64 {
     }
     fn to_f64_exact(self) -> f64 {
         self
+    }
+    fn fill_from_f32(out: &mut [Self], produce: impl FnOnce(&mut [f32])) {
+        let mut narrow = vec![0f32; out.len()];
+        produce(&mut narrow);
+        for (o, v) in out.iter_mut().zip(narrow) {
+            *o = v as f64;
+        }
     }
     unsafe fn gemm_raw(
         (m, k, n): (usize, usize, usize),

@@ -16,11 +16,13 @@ tokens, then cut to --tokens) run through:
     llama.cpp        llama-cpp-python, Llama(model_path, n_ctx=n_batch=n_ubatch=tokens, logits_all=True),
                      llm.eval(ids): quantized weights, logits of every position.
 
-Load is the time to a model ready to run: ropescope maps the file and dequantizes every weight to f32; HF
-dequantizes with gguf-py and builds the torch model; llama.cpp maps the file and creates its context (with
-logits_all, llama-cpp-python also allocates its tokens × vocab score buffer). The model files are in the page cache
-for all three (the first implementation to run reads them first). Forward is the median of --repeat timed
-passes after one untimed warm-up. Every implementation runs in its own process, one after the other, with
+Load is the time to a model ready to run: ropescope maps the file and checks every tensor, keeping the weights
+quantized (its forward pass dequantizes them tile by tile); HF dequantizes with gguf-py and builds the torch
+model; llama.cpp maps the file and creates its context (with logits_all, llama-cpp-python also allocates its
+tokens × vocab score buffer). The model files are in the page cache for all three (the first implementation to
+run reads them first). Forward is the median of --repeat timed passes after one warm-up pass; the warm-up is
+reported too ("first"), because whatever a load leaves undone (faulting in mapped weights, building kernels)
+lands there, and load + first is the time from nothing to the first result. Every implementation runs in its own process, one after the other, with
 --threads threads (torch.set_num_threads; llama.cpp n_threads and n_threads_batch; ropescope --threads).
 
 The ratios are ropescope (full capture) / peer: below 1 means ropescope is faster.
@@ -83,7 +85,8 @@ def token_ids(model_path, n_tokens):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Workers: each runs in its own process and prints one JSON object {"load_s": .., "forward_s": [..]}.
+# Workers: each runs in its own process and prints one JSON object
+# {"load_s": .., "first_forward_s": .., "forward_s": [..]}.
 
 
 def worker_hf(model_path, ids_path, threads, repeat):
@@ -110,9 +113,9 @@ def worker_hf(model_path, ids_path, threads, repeat):
             elapsed = time.perf_counter() - start
             assert out.logits.shape[1] == ids.shape[1] and len(out.attentions) == model.config.num_hidden_layers
             del out
-            if run > 0:
-                times.append(elapsed)
-    return {"load_s": load_s, "forward_s": times, "version": __import__("transformers").__version__}
+            times.append(elapsed)
+    return {"load_s": load_s, "first_forward_s": times[0], "forward_s": times[1:],
+            "version": __import__("transformers").__version__}
 
 
 def worker_llama(model_path, ids_path, threads, repeat):
@@ -140,9 +143,8 @@ def worker_llama(model_path, ids_path, threads, repeat):
         llm.eval(ids)
         elapsed = time.perf_counter() - start
         assert llm.n_tokens == len(ids)
-        if run > 0:
-            times.append(elapsed)
-    return {"load_s": load_s, "forward_s": times, "version": llama_cpp.__version__}
+        times.append(elapsed)
+    return {"load_s": load_s, "first_forward_s": times[0], "forward_s": times[1:], "version": llama_cpp.__version__}
 
 
 def run_ropescope(binary, model_path, ids_path, threads, repeat, capture):
@@ -247,6 +249,8 @@ def main():
                 report["ratios"][name] = {
                     peer: {
                         "load": ours["load_s"] / results[peer]["load_s"],
+                        "load_first": (ours["load_s"] + ours["first_forward_s"])
+                        / (results[peer]["load_s"] + results[peer]["first_forward_s"]),
                         "forward": ours["forward_median_s"] / results[peer]["forward_median_s"],
                     }
                     for peer in PEERS
@@ -256,16 +260,17 @@ def main():
 
     print()
     print(f"{args.tokens} tokens, {args.threads} threads, forward = median of {args.repeat} after one warm-up")
-    print(f"{'model':<14} {'implementation':<16} {'load s':>8} {'forward s':>10}")
+    print(f"{'model':<14} {'implementation':<16} {'load s':>8} {'first s':>8} {'forward s':>10}")
     for name, results in report["results"].items():
         for impl, r in results.items():
-            print(f"{name:<14} {impl:<16} {r['load_s']:>8.3f} {r['forward_median_s']:>10.3f}")
+            print(f"{name:<14} {impl:<16} {r['load_s']:>8.3f} {r['first_forward_s']:>8.3f} "
+                  f"{r['forward_median_s']:>10.3f}")
     print()
     print("ratios, ropescope (f32, full capture) / peer (below 1: ropescope faster)")
-    print(f"{'model':<14} {'peer':<16} {'load':>8} {'forward':>10}")
+    print(f"{'model':<14} {'peer':<16} {'load':>8} {'load+first':>11} {'forward':>10}")
     for name, ratios in report["ratios"].items():
         for peer, r in ratios.items():
-            print(f"{name:<14} {peer:<16} {r['load']:>8.2f} {r['forward']:>10.2f}")
+            print(f"{name:<14} {peer:<16} {r['load']:>8.2f} {r['load_first']:>11.2f} {r['forward']:>10.2f}")
     print(f"\nload average (1 min): {report['load_average_start']:.2f} at start, {report['load_average_end']:.2f} at end")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -7,7 +7,6 @@
 //! [`super::cone`].
 
 use super::cone::{cone_spread, ConeSpread};
-use crate::linalg::matmul_transb;
 use crate::model::Model;
 use crate::numeric::Real;
 
@@ -46,10 +45,10 @@ pub struct EmbeddingCone {
 pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> EmbeddingCone {
     let c = &model.config;
     let w = model.weights();
-    let (n, d, hd) = (token_ids.len(), c.n_embd, c.head_dim);
-    let rows: Vec<&[T]> = token_ids
+    let (n, hd) = (token_ids.len(), c.head_dim);
+    let rows: Vec<Vec<T>> = token_ids
         .iter()
-        .map(|&t| &w.token_embd[t as usize * d..(t as usize + 1) * d])
+        .map(|&t| w.token_embd.row(t as usize))
         .collect();
     let embeddings = cone_spread(&rows.iter().map(|r| to_f64(r)).collect::<Vec<_>>());
     let mut queries = Vec::with_capacity(c.n_layers * c.n_heads);
@@ -59,8 +58,8 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
             .iter()
             .flat_map(|r| r.iter().zip(&lw.attn_norm).map(|(&e, &g)| e * g))
             .collect();
-        let q = project(&x, n, d, &lw.wq, lw.bq.as_deref());
-        let k = project(&x, n, d, &lw.wk, lw.bk.as_deref());
+        let q = lw.wq.apply(&x, n, lw.bq.as_deref());
+        let k = lw.wk.apply(&x, n, lw.bk.as_deref());
         let (qn, kn) = match &lw.qk_norm {
             Some((qn, kn)) => (Some(qn.as_slice()), Some(kn.as_slice())),
             None => (None, None),
@@ -83,15 +82,6 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
 
 fn to_f64<T: Real>(x: &[T]) -> Vec<f64> {
     x.iter().map(|v| v.to_f64_exact()).collect()
-}
-
-fn project<T: Real>(x: &[T], n: usize, d: usize, w: &[T], bias: Option<&[T]>) -> Vec<T> {
-    let mut y = matmul_transb(x, n, d, w, w.len() / d);
-    if let Some(b) = bias {
-        y.chunks_mut(b.len())
-            .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
-    }
-    y
 }
 
 /// Spread of head `h`'s rows (`width` apart, `hd` wide) of `m`, scaled by the QK-norm weights if any.

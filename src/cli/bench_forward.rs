@@ -43,8 +43,10 @@ pub struct Args {
 /// What `bench-forward` prints (one JSON line on stdout).
 #[derive(Serialize)]
 struct Report {
-    /// Seconds to map the file, resolve the configuration and dequantize every weight.
+    /// Seconds to map the file, resolve the configuration and check every tensor (weights stay quantized).
     load_s: f64,
+    /// Seconds of the first, untimed-for-the-median forward pass (it also faults in the mapped weights).
+    first_forward_s: f64,
     /// Seconds of each timed forward pass (logits of every position, capture included).
     forward_s: Vec<f64>,
     capture: &'static str,
@@ -65,6 +67,7 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
     };
     let layers: Vec<usize> = (0..model.config.n_layers).collect();
     let mut forward_s = Vec::with_capacity(args.repeat);
+    let mut first_forward_s = 0.0;
     for run in 0..=args.repeat {
         let start = Instant::now();
         let logits = match args.capture {
@@ -80,10 +83,13 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
         std::hint::black_box(&logits);
         if run > 0 {
             forward_s.push(elapsed);
+        } else {
+            first_forward_s = elapsed;
         }
     }
     Ok(Report {
         load_s,
+        first_forward_s,
         forward_s,
         capture: match args.capture {
             CaptureMode::Full => "full",

@@ -5,7 +5,9 @@ use super::value::{type_id, Array, Value};
 use crate::error::{Error, Result};
 use crate::quant::GgmlType;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The magic bytes every GGUF file starts with.
 pub const MAGIC: [u8; 4] = *b"GGUF";
@@ -52,10 +54,34 @@ impl Storage {
     }
 }
 
+/// The bytes of one tensor, sharing the file's memory map: a handle that keeps the data readable after the
+/// [`GgufFile`] it came from is dropped, without copying it.
+#[derive(Clone)]
+pub struct TensorData {
+    storage: Arc<Storage>,
+    range: Range<usize>,
+}
+
+impl TensorData {
+    /// The raw bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.storage.bytes()[self.range.clone()]
+    }
+
+    /// The sub-range `range` of these bytes (relative to their start). Panics if it does not lie inside them.
+    pub fn slice(&self, range: Range<usize>) -> TensorData {
+        assert!(range.start <= range.end && range.end <= self.range.len());
+        TensorData {
+            storage: Arc::clone(&self.storage),
+            range: self.range.start + range.start..self.range.start + range.end,
+        }
+    }
+}
+
 /// A parsed GGUF file whose tensor data stays in a read-only memory map until asked for.
 pub struct GgufFile {
     path: Option<PathBuf>,
-    storage: Storage,
+    storage: Arc<Storage>,
     version: u32,
     metadata: Vec<(String, Value)>,
     key_index: HashMap<String, usize>,
@@ -176,7 +202,7 @@ impl GgufFile {
 
         Ok(Self {
             path: None,
-            storage,
+            storage: Arc::new(storage),
             version,
             metadata,
             key_index,
@@ -239,6 +265,15 @@ impl GgufFile {
     pub fn tensor_bytes(&self, info: &TensorInfo) -> &[u8] {
         let start = (self.data_offset + info.offset) as usize;
         &self.storage.bytes()[start..start + info.n_bytes as usize]
+    }
+
+    /// A shared handle to the bytes of a tensor (no copy).
+    pub fn tensor_data(&self, info: &TensorInfo) -> TensorData {
+        let start = (self.data_offset + info.offset) as usize;
+        TensorData {
+            storage: Arc::clone(&self.storage),
+            range: start..start + info.n_bytes as usize,
+        }
     }
 
     /// Dequantizes tensor `name` to f32 (row-major over ggml's dims: `dims[0]` fastest).

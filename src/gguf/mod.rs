@@ -11,7 +11,9 @@ mod hparams;
 mod value;
 mod writer;
 
-pub use file::{GgufFile, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS};
+pub use file::{
+    GgufFile, TensorData, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS,
+};
 pub use hparams::{Hparams, DEFAULT_ROPE_BASE};
 pub use value::{type_id, Array, Value};
 pub use writer::{GgufWriter, TensorSpec};

@@ -7,6 +7,7 @@
 pub mod arch;
 pub mod attention;
 pub mod config;
+pub mod matrix;
 mod ops;
 pub mod weights;
 
@@ -15,7 +16,6 @@ pub use config::{Activation, LayerConfig, ModelConfig};
 use crate::capture::{Capture, HeadInfo, LayerPlan};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
-use crate::linalg::matmul_transb;
 use crate::numeric::Real;
 use crate::rope::{RopeSpec, RopeTable};
 use attention::{attend, LayerQkv, LayerShape};
@@ -50,14 +50,15 @@ pub struct ForwardOutput<T> {
 }
 
 impl<T: Real> Model<T> {
-    /// Resolves the configuration of `file` and loads (dequantizes) its weights.
+    /// Resolves the configuration of `file` and takes its weights, checking every tensor (the matrices stay
+    /// quantized in the file's memory map, which the model keeps open).
     pub fn load(file: &GgufFile) -> Result<Self> {
         let config = arch::resolve(file)?;
         let weights = Weights::load(file, &config)?;
         Ok(Self { config, weights })
     }
 
-    /// The dequantized weights (token embeddings, per-layer projections), for analyses of the weights themselves.
+    /// The weights (token embeddings, per-layer projections), for analyses of the weights themselves.
     pub fn weights(&self) -> &Weights<T> {
         &self.weights
     }
@@ -159,12 +160,12 @@ impl<T: Real> Model<T> {
     fn embed(&self, ids: &[u32]) -> Vec<T> {
         let d = self.config.n_embd;
         let scale = self.config.embed_scale.map(T::of_f64);
-        let mut x = Vec::with_capacity(ids.len() * d);
-        for &id in ids {
-            let row = &self.weights.token_embd[id as usize * d..(id as usize + 1) * d];
-            match scale {
-                Some(s) => x.extend(row.iter().map(|&v| v * s)),
-                None => x.extend_from_slice(row),
+        let mut x = vec![T::zero(); ids.len() * d];
+        for (row, &id) in x.chunks_mut(d).zip(ids) {
+            let id = id as usize;
+            self.weights.token_embd.dequantize_rows(id..id + 1, row);
+            if let Some(s) = scale {
+                row.iter_mut().for_each(|v| *v = *v * s);
             }
         }
         x
@@ -182,13 +183,13 @@ impl<T: Real> Model<T> {
         capture: &mut C,
     ) {
         let c = &self.config;
-        let (t, d, hd, vd) = (x.len() / c.n_embd, c.n_embd, c.head_dim, c.value_dim);
+        let (t, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
         let plan: LayerPlan = capture.plan(l);
 
         let h = ops::rms_normed(x, &w.attn_norm, c.norm_eps);
-        let mut q = project(&h, t, d, &w.wq, w.bq.as_deref());
-        let mut k = project(&h, t, d, &w.wk, w.bk.as_deref());
-        let v = project(&h, t, d, &w.wv, w.bv.as_deref());
+        let mut q = w.wq.apply(&h, t, w.bq.as_deref());
+        let mut k = w.wk.apply(&h, t, w.bk.as_deref());
+        let v = w.wv.apply(&h, t, w.bv.as_deref());
         if let Some((qn, kn)) = &w.qk_norm {
             ops::rms_norm_segments(&mut q, qn, c.norm_eps);
             ops::rms_norm_segments(&mut k, kn, c.norm_eps);
@@ -234,17 +235,17 @@ impl<T: Real> Model<T> {
         let heads = attend(&qkv, &shape, &template, plan, capture);
         drop((q, k, v, q_pre, k_pre));
 
-        let mut o = matmul_transb(&heads, t, c.n_heads * vd, &w.wo, d);
+        let mut o = w.wo.apply(&heads, t, None);
         if let Some(pn) = &w.post_attn_norm {
             ops::rms_norm_segments(&mut o, pn, c.norm_eps);
         }
         add_into(x, &o);
 
         let h = ops::rms_normed(x, &w.ffn_norm, c.norm_eps);
-        let mut gate = matmul_transb(&h, t, d, &w.w_gate, c.n_ff);
-        let up = matmul_transb(&h, t, d, &w.w_up, c.n_ff);
+        let mut gate = w.w_gate.apply(&h, t, None);
+        let up = w.w_up.apply(&h, t, None);
         ops::gated(&mut gate, &up, c.activation);
-        let mut f = matmul_transb(&gate, t, c.n_ff, &w.w_down, d);
+        let mut f = w.w_down.apply(&gate, t, None);
         if let Some(pn) = &w.post_ffn_norm {
             ops::rms_norm_segments(&mut f, pn, c.norm_eps);
         }
@@ -261,25 +262,14 @@ impl<T: Real> Model<T> {
         let head = self
             .weights
             .output
-            .as_deref()
+            .as_ref()
             .unwrap_or(&self.weights.token_embd);
-        let mut logits = matmul_transb(&h, n, c.n_embd, head, c.vocab_size);
+        let mut logits = head.apply(&h, n, None);
         if let Some(cap) = c.final_softcap {
             ops::softcap(&mut logits, cap);
         }
         logits
     }
-}
-
-/// `x · wᵀ (+ b)` for `rows` rows.
-fn project<T: Real>(x: &[T], rows: usize, k: usize, w: &[T], bias: Option<&[T]>) -> Vec<T> {
-    let n = w.len() / k;
-    let mut y = matmul_transb(x, rows, k, w, n);
-    if let Some(b) = bias {
-        y.par_chunks_mut(n)
-            .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
-    }
-    y
 }
 
 /// Rotates every head of every position (`[T, width]`, heads of `head_dim`) to its position.

@@ -1,12 +1,13 @@
 //! Dequantization of ggml tensor data to f32, bit-identical to ggml (and to gguf-py's reference).
 //!
 //! A quantized weight's value *is* the f32 that ggml's arithmetic produces from its block, so this module only
-//! ever produces those f32 values; the f64 engine widens them ([`dequantize_into_f64`]) rather than recomputing
-//! the block arithmetic in f64.
+//! ever produces those f32 values; f64 computation widens them (the engine tile by tile, whole tensors with
+//! [`dequantize_into_f64`]) rather than recomputing the block arithmetic in f64.
 //!
-//! The kernels are scalar Rust: dequantization runs once per weight at model load, and plain loops over
-//! ggml's block layouts are what makes bit-identity with ggml easy to audit. Speed comes from running them on
-//! runs of blocks in parallel, which cannot change a value: every block is dequantized on its own.
+//! The kernels are scalar Rust: plain loops over ggml's block layouts are what makes bit-identity with ggml
+//! easy to audit. The engine runs them on small tiles of a weight matrix right before multiplying by it (see
+//! `model::matrix`), and whole-tensor dequantization runs them on runs of blocks in parallel; neither can change
+//! a value, because every block is dequantized on its own.
 
 mod kquants;
 mod legacy;
@@ -51,15 +52,52 @@ fn block_kernel(ty: GgmlType) -> Option<BlockKernel> {
     })
 }
 
+/// The dequantization kernel of one supported type, looked up (and the type checked) once, so that loops over
+/// a tensor's blocks have no error path.
+#[derive(Clone, Copy)]
+pub struct Dequantizer {
+    ty: GgmlType,
+    kernel: BlockKernel,
+}
+
+impl std::fmt::Debug for Dequantizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Dequantizer({})", self.ty)
+    }
+}
+
+impl Dequantizer {
+    /// The dequantizer of `ty`; an error naming `tensor` and the type when the type is not supported.
+    pub fn new(ty: GgmlType, tensor: &str) -> Result<Self> {
+        let kernel = block_kernel(ty).ok_or_else(|| Error::UnsupportedType {
+            tensor: tensor.to_string(),
+            type_name: ty.name().to_string(),
+        })?;
+        Ok(Self { ty, kernel })
+    }
+
+    /// The type it decodes.
+    pub fn ty(&self) -> GgmlType {
+        self.ty
+    }
+
+    /// Dequantizes whole blocks `data` into `out`, sequentially. Panics unless `out` is a whole number of blocks
+    /// and `data` exactly their bytes (callers check sizes once, when they take the tensor).
+    pub fn run(&self, data: &[u8], out: &mut [f32]) {
+        let (bs, ts) = (self.ty.block_size(), self.ty.type_size());
+        assert!(out.len() % bs == 0 && data.len() == out.len() / bs * ts);
+        for (block, y) in data.chunks_exact(ts).zip(out.chunks_exact_mut(bs)) {
+            (self.kernel)(block, y);
+        }
+    }
+}
+
 /// Dequantizes `data` (raw ggml blocks of type `ty`) into `out`, whose length is the number of elements.
 ///
 /// `tensor` names the tensor in error messages. Errors: the type is not supported, `out.len()` is not a whole
 /// number of blocks, or `data` does not hold exactly that many blocks.
 pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32], tensor: &str) -> Result<()> {
-    let kernel = block_kernel(ty).ok_or_else(|| Error::UnsupportedType {
-        tensor: tensor.to_string(),
-        type_name: ty.name().to_string(),
-    })?;
+    let deq = Dequantizer::new(ty, tensor)?;
     let (bs, ts) = (ty.block_size(), ty.type_size());
     if out.len() % bs != 0 || data.len() != out.len() / bs * ts {
         return Err(Error::Malformed(format!(
@@ -73,11 +111,7 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32], tensor: &str)
     let blocks_per_run = (PARALLEL_RUN / bs).max(1);
     out.par_chunks_mut(blocks_per_run * bs)
         .zip(data.par_chunks(blocks_per_run * ts))
-        .for_each(|(ys, bytes)| {
-            for (block, y) in bytes.chunks_exact(ts).zip(ys.chunks_exact_mut(bs)) {
-                kernel(block, y);
-            }
-        });
+        .for_each(|(ys, bytes)| deq.run(bytes, ys));
     Ok(())
 }
 

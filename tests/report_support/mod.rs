@@ -132,12 +132,15 @@ fn chunk_norms(l: usize, h: usize, key: bool) -> Vec<f64> {
 fn singular_values(l: usize, h: usize, key: bool) -> Vec<f64> {
     let first = if kind(l, h) == Kind::Sink { 10.0 } else { 4.0 };
     let ratio: f64 = if key { 0.5 } else { 0.6 };
+    // Repeated products rather than `powi`, whose rounding may differ between optimisation levels: the example
+    // must be the same bytes from `cargo test` and `cargo test --release`.
     (0..D)
-        .map(|k| {
+        .scan(2.0, |tail, k| {
             if k == 0 {
-                first
+                Some(first)
             } else {
-                ratio.powi(k as i32) * 2.0
+                *tail *= ratio;
+                Some(*tail)
             }
         })
         .collect()

@@ -1,0 +1,232 @@
+//! Weight matrices kept in the file's encoding, dequantized tile by tile inside the products that use them.
+//!
+//! A model's weights stay in the GGUF memory map, quantized, as they are in llama.cpp: loading a model costs a
+//! map and a check of every tensor rather than the dequantization of every weight into fresh memory, and a
+//! model takes its file's size in memory instead of four (f32) or eight (f64) bytes per weight. A product
+//! dequantizes each tile of weight rows right before multiplying by it ([`matmul_transb_tiles`]), into a
+//! buffer that stays in cache; the values are the same f32 values whole-tensor dequantization gives (both run
+//! the same block kernels), widened exactly in f64.
+
+use crate::error::{Error, Result};
+use crate::gguf::TensorData;
+use crate::linalg::matmul_transb_tiles;
+use crate::numeric::Real;
+use crate::quant::{Dequantizer, GgmlType};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// A `rows × cols` weight matrix `W` of `y = W x`, row-major, in its file encoding.
+#[derive(Clone)]
+pub struct WeightMatrix {
+    data: TensorData,
+    deq: Dequantizer,
+    rows: usize,
+    cols: usize,
+    row_bytes: usize,
+}
+
+impl std::fmt::Debug for WeightMatrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "WeightMatrix({} × {}, {})",
+            self.rows,
+            self.cols,
+            self.ty()
+        )
+    }
+}
+
+impl WeightMatrix {
+    /// The matrix `rows × cols` of type `ty` held by `data` (the tensor `name`, for errors). Errors when the
+    /// type cannot be dequantized, a row is not a whole number of blocks, or `data` is not exactly the matrix.
+    pub fn new(
+        name: &str,
+        data: TensorData,
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self> {
+        let deq = Dequantizer::new(ty, name)?;
+        let row_bytes = ty.byte_size(cols as u64).ok_or_else(|| {
+            Error::Malformed(format!(
+                "tensor '{name}': rows of {cols} elements are not whole {ty} blocks of {}",
+                ty.block_size()
+            ))
+        })? as usize;
+        if Some(data.bytes().len()) != rows.checked_mul(row_bytes) {
+            return Err(Error::Malformed(format!(
+                "tensor '{name}': {} bytes of {ty} cannot hold {rows} × {cols} elements",
+                data.bytes().len()
+            )));
+        }
+        Ok(Self {
+            data,
+            deq,
+            rows,
+            cols,
+            row_bytes,
+        })
+    }
+
+    /// Number of rows (outputs).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns (inputs).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The storage type.
+    pub fn ty(&self) -> GgmlType {
+        self.deq.ty()
+    }
+
+    /// Consecutive row groups of the given sizes, sharing this matrix's bytes (fused tensors such as
+    /// `attn_qkv`). Errors when the sizes do not add up to the row count.
+    pub fn split_rows(&self, sizes: &[usize], name: &str) -> Result<Vec<WeightMatrix>> {
+        if sizes.iter().sum::<usize>() != self.rows {
+            return Err(Error::Malformed(format!(
+                "tensor '{name}': {} rows cannot be split into {sizes:?}",
+                self.rows
+            )));
+        }
+        let mut start = 0;
+        Ok(sizes
+            .iter()
+            .map(|&n| {
+                let part = WeightMatrix {
+                    data: self
+                        .data
+                        .slice(start * self.row_bytes..(start + n) * self.row_bytes),
+                    rows: n,
+                    ..self.clone()
+                };
+                start += n;
+                part
+            })
+            .collect())
+    }
+
+    /// Writes rows `rows` (each `cols` long) into `out`. Panics if the range is outside the matrix or `out`
+    /// has the wrong length.
+    pub fn dequantize_rows<T: Real>(&self, rows: Range<usize>, out: &mut [T]) {
+        assert!(rows.start <= rows.end && rows.end <= self.rows);
+        assert_eq!(out.len(), rows.len() * self.cols);
+        let bytes = &self.data.bytes()[rows.start * self.row_bytes..rows.end * self.row_bytes];
+        T::fill_from_f32(out, |buf| self.deq.run(bytes, buf));
+    }
+
+    /// Row `i`, dequantized. Panics if `i` is not a row.
+    pub fn row<T: Real>(&self, i: usize) -> Vec<T> {
+        let mut out = vec![T::zero(); self.cols];
+        self.dequantize_rows(i..i + 1, &mut out);
+        out
+    }
+
+    /// `x · Wᵀ (+ bias)` for `n` rows of `x` (row-major `n × cols`): the `n × rows` outputs `y = W x + b` of
+    /// every row. Panics on a shape mismatch.
+    pub fn apply<T: Real>(&self, x: &[T], n: usize, bias: Option<&[T]>) -> Vec<T> {
+        let mut y = matmul_transb_tiles(x, n, self.cols, self.rows, |r, buf| {
+            self.dequantize_rows(r, buf)
+        });
+        if let Some(b) = bias {
+            assert_eq!(b.len(), self.rows);
+            y.par_chunks_mut(self.rows)
+                .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
+        }
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::{GgufFile, GgufWriter};
+
+    const COLS: usize = 64;
+
+    /// Q8_0 blocks (an f16 scale, then 32 signed bytes) for `rows × COLS` varied values.
+    fn q8_bytes(rows: usize) -> Vec<u8> {
+        let mut data = Vec::new();
+        for b in 0..rows * COLS / 32 {
+            data.extend(half::f16::from_f32(0.01 * (b as f32 + 1.0)).to_le_bytes());
+            data.extend((0..32).map(|i| ((i * 37 + b * 11) % 255) as u8));
+        }
+        data
+    }
+
+    fn file(rows: usize) -> GgufFile {
+        let w = GgufWriter::new().tensor_raw(
+            "w",
+            &[COLS as u64, rows as u64],
+            GgmlType::Q8_0,
+            q8_bytes(rows),
+        );
+        GgufFile::from_bytes(w.to_bytes()).unwrap()
+    }
+
+    fn dense<T: Real>(m: &WeightMatrix) -> Vec<T> {
+        let mut out = vec![T::zero(); m.rows() * m.cols()];
+        m.dequantize_rows(0..m.rows(), &mut out);
+        out
+    }
+
+    fn matrix(f: &GgufFile, rows: usize) -> WeightMatrix {
+        let info = f.tensor("w").unwrap();
+        WeightMatrix::new("w", f.tensor_data(info), GgmlType::Q8_0, rows, COLS).unwrap()
+    }
+
+    #[test]
+    fn rows_and_products_match_whole_tensor_dequantization() {
+        let rows = 37;
+        let f = file(rows);
+        let m = matrix(&f, rows);
+        let whole = f.dequantize_f32("w").unwrap();
+        assert_eq!(dense::<f32>(&m), whole);
+        let wide: Vec<f64> = whole.iter().map(|&v| v as f64).collect();
+        assert_eq!(dense::<f64>(&m), wide);
+        assert_eq!(m.row::<f32>(5), whole[5 * COLS..6 * COLS]);
+
+        let n = 3;
+        let x: Vec<f64> = (0..n * COLS).map(|i| (i % 13) as f64 - 6.0).collect();
+        let bias: Vec<f64> = (0..rows).map(|i| i as f64).collect();
+        let y = m.apply(&x, n, Some(&bias));
+        for r in 0..n {
+            for c in 0..rows {
+                let want: f64 = (0..COLS)
+                    .map(|i| x[r * COLS + i] * wide[c * COLS + i])
+                    .sum::<f64>()
+                    + bias[c];
+                assert!((y[r * rows + c] - want).abs() <= 1e-12 * want.abs().max(1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn split_rows_shares_the_bytes_of_each_part() {
+        let f = file(10);
+        let m = matrix(&f, 10);
+        let whole = dense::<f32>(&m);
+        let parts = m.split_rows(&[3, 0, 7], "w").unwrap();
+        assert_eq!(dense::<f32>(&parts[0]), whole[..3 * COLS]);
+        assert_eq!(parts[1].rows(), 0);
+        assert_eq!(dense::<f32>(&parts[2]), whole[3 * COLS..]);
+        assert!(m.split_rows(&[3, 8], "w").is_err());
+    }
+
+    #[test]
+    fn malformed_shapes_and_types_are_errors() {
+        let f = file(4);
+        let data = f.tensor_data(f.tensor("w").unwrap());
+        // 96 columns are three blocks a row, but 4 rows of them need 12 blocks, not 8.
+        assert!(WeightMatrix::new("w", data.clone(), GgmlType::Q8_0, 4, 96).is_err());
+        // 48 columns are not whole blocks of 32.
+        assert!(WeightMatrix::new("w", data.clone(), GgmlType::Q8_0, 4, 48).is_err());
+        let unsupported = GgmlType::from_name("IQ2_XXS").unwrap();
+        let err = WeightMatrix::new("w", data, unsupported, 4, COLS).unwrap_err();
+        assert!(err.to_string().contains("IQ2_XXS"), "{err}");
+    }
+}
