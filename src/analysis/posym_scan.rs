@@ -86,12 +86,7 @@ pub fn run<T: Real>(
             "the block-swap scan needs prompts, m ≥ 2 and τ > 0".into(),
         ));
     }
-    let n_chunks = c
-        .layers
-        .iter()
-        .map(|l| l.rope.n_chunks())
-        .max()
-        .unwrap_or(0);
+    let n_chunks = c.n_chunks();
     let mut acc = Accumulator::new(c.n_layers, c.n_heads, n_chunks);
     let mut context_lengths = Vec::with_capacity(prompts.len());
     let mut done = 0u64;

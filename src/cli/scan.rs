@@ -142,12 +142,7 @@ fn run_in<T: Real>(
             n_kv_heads: c.n_kv_heads,
             head_dim: c.head_dim,
             value_dim: c.value_dim,
-            n_chunks: c
-                .layers
-                .iter()
-                .map(|l| l.rope.n_chunks())
-                .max()
-                .unwrap_or(0),
+            n_chunks: c.n_chunks(),
             rope_bases: c.layers.iter().map(|l| l.rope_base).collect(),
             windows: c.layers.iter().map(|l| l.window).collect(),
             context_length: c.context_length,

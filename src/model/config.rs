@@ -75,4 +75,13 @@ impl ModelConfig {
     pub fn group_size(&self) -> usize {
         self.n_heads / self.n_kv_heads
     }
+
+    /// The most RoPE chunks (2-D frequency pairs) of any layer: the length of a per-chunk mask or spectrum.
+    pub fn n_chunks(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| l.rope.n_chunks())
+            .max()
+            .unwrap_or(0)
+    }
 }

@@ -123,12 +123,7 @@ impl<T: Real> Model<T> {
         self.validate(ids)?;
         let c = &self.config;
         if let Some(keep) = &opts.rope_keep {
-            let n_chunks = c
-                .layers
-                .iter()
-                .map(|l| l.rope.n_chunks())
-                .max()
-                .unwrap_or(0);
+            let n_chunks = c.n_chunks();
             if keep.len() != n_chunks {
                 return Err(Error::Input(format!(
                     "rope mask has {} entries, the model has {n_chunks} chunks",

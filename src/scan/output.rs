@@ -37,12 +37,7 @@ pub fn write<T: Real>(
         write_set(dir, "random", r, grid, params)?;
     }
     if params.runs(Analysis::Frequency) || params.runs(Analysis::Fourier) {
-        let n_chunks = c
-            .layers
-            .iter()
-            .map(|l| l.rope.n_chunks())
-            .max()
-            .unwrap_or(0);
+        let n_chunks = c.n_chunks();
         let freqs: Vec<f64> = c
             .layers
             .iter()

@@ -124,13 +124,14 @@ impl OptimizerState {
 
 /// Runs `steps` full-batch updates from `params`. After every step whose index is a multiple of `record_every`,
 /// and after the last one, `on_record(step, params, loss)` is called with the loss *before* that step's update
-/// and the parameters after it.
+/// and the parameters after it; then, after every step, `progress(steps_done)`.
 pub fn train<O, R>(
     objective: &O,
     params: &mut [f64],
     rule: Optimizer,
     steps: usize,
     record_every: usize,
+    progress: &mut dyn FnMut(usize),
     mut on_record: R,
 ) where
     O: Objective,
@@ -143,6 +144,7 @@ pub fn train<O, R>(
         if (step + 1) % record_every.max(1) == 0 || step + 1 == steps {
             on_record(step + 1, params, loss);
         }
+        progress(step + 1);
     }
 }
 

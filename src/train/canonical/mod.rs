@@ -221,25 +221,19 @@ pub fn run(
         loss: objective.loss_and_grad(&params).0,
         test_accuracy: accuracy(&params, &test_set),
     }];
-    let mut done = 0;
     train(
         &objective,
         &mut params,
         config.optimizer,
         config.steps,
-        1,
+        config.record_every,
+        progress,
         |step, p, loss| {
-            while done < step {
-                done += 1;
-                progress(done);
-            }
-            if step % config.record_every.max(1) == 0 || step == config.steps {
-                curve.push(CanonicalCurvePoint {
-                    step,
-                    loss,
-                    test_accuracy: accuracy(p, &test_set),
-                });
-            }
+            curve.push(CanonicalCurvePoint {
+                step,
+                loss,
+                test_accuracy: accuracy(p, &test_set),
+            })
         },
     );
 

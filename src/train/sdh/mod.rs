@@ -247,22 +247,14 @@ pub fn run(config: &SdhConfig, progress: &mut dyn FnMut(usize)) -> Result<SdhOut
         }
     };
     let mut curve = vec![measure(0, &params, task.loss_and_grad(&params).0)];
-    let mut done = 0;
     train(
         &task,
         &mut params,
         config.optimizer,
         config.steps,
-        1,
-        |step, p, loss| {
-            while done < step {
-                done += 1;
-                progress(done);
-            }
-            if step % config.record_every.max(1) == 0 || step == config.steps {
-                curve.push(measure(step, p, loss));
-            }
-        },
+        config.record_every,
+        progress,
+        |step, p, loss| curve.push(measure(step, p, loss)),
     );
 
     let maps = maps_of(&head, &params, &rope, &eval_prompts);

@@ -75,42 +75,34 @@ impl SlashHead {
         rope: &GatedRope,
         prompt: &[usize],
     ) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
-        let wk = self.head_dim * self.d_model();
-        let q = prompt
-            .iter()
-            .map(|&t| rope.apply(&self.project(params, 0, t), 0))
-            .collect();
-        let k = prompt
-            .iter()
-            .map(|&t| rope.apply(&self.project(params, wk, t), 0))
-            .collect();
-        (q, k)
+        self.gated(params, rope, prompt, false)
     }
 
-    /// Rotated queries and keys `G R_t q_t`, `G R_t k_t`.
-    fn rotated(
+    /// Gated queries and keys of every position of `prompt`: rotated to their positions when `rotate` (`G R_t q_t`,
+    /// `G R_t k_t`), otherwise at position 0, which leaves them unrotated.
+    fn gated(
         &self,
         params: &[f64],
         rope: &GatedRope,
         prompt: &[usize],
+        rotate: bool,
     ) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
         let wk = self.head_dim * self.d_model();
-        let q = prompt
-            .iter()
-            .enumerate()
-            .map(|(t, &x)| rope.apply(&self.project(params, 0, x), t))
-            .collect();
-        let k = prompt
-            .iter()
-            .enumerate()
-            .map(|(t, &x)| rope.apply(&self.project(params, wk, x), t))
-            .collect();
-        (q, k)
+        let at = |offset: usize| -> Vec<Vec<f64>> {
+            prompt
+                .iter()
+                .enumerate()
+                .map(|(t, &x)| {
+                    rope.apply(&self.project(params, offset, x), if rotate { t } else { 0 })
+                })
+                .collect()
+        };
+        (at(0), at(wk))
     }
 
     /// The causal attention matrix of `prompt` (whose length must not exceed the table of `rope`).
     pub fn attention(&self, params: &[f64], rope: &GatedRope, prompt: &[usize]) -> CausalAttention {
-        let (q, k) = self.rotated(params, rope, prompt);
+        let (q, k) = self.gated(params, rope, prompt, true);
         (0..prompt.len())
             .map(|i| {
                 let mut row: Vec<f64> = (0..=i).map(|j| dot(&q[i], &k[j])).collect();
@@ -134,7 +126,7 @@ impl SlashHead {
             return 0.0;
         }
         let terms = (n - offset) as f64;
-        let (q, k) = self.rotated(params, rope, prompt);
+        let (q, k) = self.gated(params, rope, prompt, true);
         let attention = self.attention(params, rope, prompt);
         let mut dq = vec![vec![0.0; self.head_dim]; n];
         let mut dk = vec![vec![0.0; self.head_dim]; n];
