@@ -44,3 +44,12 @@ pub(crate) fn rng_for(seed: u64, stream: Stream) -> ChaCha8Rng {
     rng.set_stream(stream as u64);
     rng
 }
+
+/// `n` initial parameters drawn i.i.d. from N(0, `scale`²) on the [`Stream::Init`] stream of `seed`.
+pub(crate) fn initial_params(n: usize, scale: f64, seed: u64) -> Result<Vec<f64>, ConfigError> {
+    use rand_distr::{Distribution, Normal};
+    let normal =
+        Normal::new(0.0, scale).map_err(|e| ConfigError::Invalid(format!("init_scale: {e}")))?;
+    let mut rng = rng_for(seed, Stream::Init);
+    Ok((0..n).map(|_| normal.sample(&mut rng)).collect())
+}

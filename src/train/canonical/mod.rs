@@ -11,10 +11,9 @@ use super::metrics::{positional_symbolic_scores, PosSymScores};
 use super::optim::{train, Objective, Optimizer};
 use super::rotary::GatedRope;
 use super::softmax::argmax;
-use super::{rng_for, ConfigError, Stream};
+use super::{initial_params, rng_for, ConfigError, Stream};
 use crate::rope::{Pairing, RopeSpec};
 use model::{GatedHead, TaskLoss};
-use rand_distr::{Distribution, Normal};
 use serde::Serialize;
 use tasks::{Example, Task, TaskSizes};
 
@@ -198,12 +197,7 @@ pub fn run(
         .map(|_| config.task.sample(sizes, &mut rng))
         .collect();
     let rope = GatedRope::new(spec.clone(), config.gate.clone(), sizes.context_len + 1);
-    let normal = Normal::new(0.0, config.init_scale)
-        .map_err(|e| ConfigError::Invalid(format!("init_scale: {e}")))?;
-    let mut rng = rng_for(config.seed, Stream::Init);
-    let mut params: Vec<f64> = (0..head.n_params())
-        .map(|_| normal.sample(&mut rng))
-        .collect();
+    let mut params = initial_params(head.n_params(), config.init_scale, config.seed)?;
 
     let objective = TaskLoss {
         head,

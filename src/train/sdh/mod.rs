@@ -10,11 +10,10 @@ use super::gate::ChunkGate;
 use super::metrics::{cone_spread, rank_one_stats, slash_scores, CausalAttention, RankOneStats};
 use super::optim::{train, Objective, Optimizer};
 use super::rotary::GatedRope;
-use super::{rng_for, ConfigError, Stream};
+use super::{initial_params, rng_for, ConfigError, Stream};
 use crate::rope::{Pairing, RopeSpec};
 use data::{embeddings, uniform_prompt, EmbeddingGeometry, MarkovSource};
 use model::{OffsetTask, SlashHead};
-use rand_distr::{Distribution, Normal};
 use serde::Serialize;
 
 /// Default `κ`: a head is `(κ, Δ)`-slash-dominant when `SlashScore(Δ) >= κ` (the paper leaves κ open).
@@ -220,12 +219,7 @@ pub fn run(config: &SdhConfig, progress: &mut dyn FnMut(usize)) -> Result<SdhOut
 
     let rope = GatedRope::new(spec.clone(), gate.clone(), config.train_len);
     let rope_ood = GatedRope::new(spec.clone(), gate, config.ood_len);
-    let normal = Normal::new(0.0, config.init_scale)
-        .map_err(|e| ConfigError::Invalid(format!("init_scale: {e}")))?;
-    let mut rng = rng_for(config.seed, Stream::Init);
-    let mut params: Vec<f64> = (0..head.n_params())
-        .map(|_| normal.sample(&mut rng))
-        .collect();
+    let mut params = initial_params(head.n_params(), config.init_scale, config.seed)?;
 
     let task = OffsetTask {
         head: &head,
