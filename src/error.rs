@@ -83,6 +83,16 @@ pub enum Error {
         problem: String,
     },
 
+    /// A metadata key, key value or tensor that would change the forward pass in a way ropescope does not
+    /// implement.
+    #[error("{what} would change the forward pass and is not implemented by ropescope{hint}")]
+    NotImplemented {
+        /// The key (with its value) or tensor concerned.
+        what: String,
+        /// Further explanation, starting with "; " (may be empty).
+        hint: String,
+    },
+
     // ---- tokenizer ----
     /// A tokenizer the metadata describes but ropescope cannot build, or ids it cannot decode.
     #[error("tokenizer: {0}")]

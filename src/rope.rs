@@ -1,14 +1,25 @@
 //! Rotary position embeddings (RoPE), once for the whole crate.
 //!
 //! A head vector of even dimension `d` is split into `d/2` two-dimensional *chunks*. Chunk `l` (0-based here,
-//! `l + 1` in the papers' 1-based notation) rotates by the angle `pos * g_l` with
-//! `g_l = base^(-2l / d_rot)`, so chunk 0 is the fastest (highest frequency) and chunk `d_rot/2 - 1` the slowest.
+//! `l + 1` in the papers' 1-based notation) rotates by the angle `pos * g_l`. Plain RoPE has
+//! `g_l = base^(-2l / d_rot)`, so chunk 0 is the fastest (highest frequency) and chunk `d_rot/2 - 1` the slowest;
+//! checkpoints trained for long contexts rescale these frequencies ([`Scaling`]: linear, YaRN, Llama 3's
+//! per-chunk factors, Phi-3's LongRoPE), and YaRN and LongRoPE also scale the rotation's magnitude. A
+//! [`RopeSpec`] holds the frequencies a layer really rotates by, so every analysis that asks it for `g_l` sees
+//! the scaled ones.
+//!
 //! Which two coordinates form chunk `l` depends on the [`Pairing`]; analyses index chunks by frequency through
 //! [`RopeSpec::chunk_dims`] and never by raw coordinate, so they are correct for both pairings.
 //!
-//! The rotation of a pair `(x_a, x_b)` by `θ` is `(x_a cos θ − x_b sin θ, x_a sin θ + x_b cos θ)`, the convention
-//! of both llama.cpp and HF transformers. Only the first `d_rot` coordinates rotate (partial rotary); the rest
-//! pass through unchanged.
+//! The rotation of a pair `(x_a, x_b)` by `θ` is `m · (x_a cos θ − x_b sin θ, x_a sin θ + x_b cos θ)` with the
+//! magnitude `m` (1 unless YaRN or LongRoPE set it), the convention of both llama.cpp and HF transformers, which
+//! multiply their cosine and sine tables by `m`. Only the first `d_rot` coordinates rotate (partial rotary); the
+//! rest pass through unchanged and unscaled. Angles, cosines and sines are computed in f64 whatever the engine's
+//! precision, then rounded once to it.
+
+pub mod scaling;
+
+pub use scaling::{Llama3, LongRope, Scaling, Yarn};
 
 use crate::numeric::Real;
 
@@ -21,6 +32,16 @@ pub enum Pairing {
     HalfSplit,
 }
 
+impl Pairing {
+    /// The name the CLI and JSON outputs use (`"adjacent"` or `"half-split"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pairing::Adjacent => "adjacent",
+            Pairing::HalfSplit => "half-split",
+        }
+    }
+}
+
 /// The complete description of one layer's rotary embedding.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RopeSpec {
@@ -28,20 +49,45 @@ pub struct RopeSpec {
     pub head_dim: usize,
     /// Number of leading coordinates that rotate (`d_rot <= d`, even). Equal to `head_dim` for full RoPE.
     pub rot_dim: usize,
-    /// Frequency base (`10000`, `1e5`, `1e6`, ...).
+    /// Frequency base (`10000`, `1e5`, `1e6`, ...) before any scaling.
     pub base: f64,
     /// Coordinate pairing.
     pub pairing: Pairing,
+    /// Angular frequency `g_l` of each chunk in radians per token, after scaling (`d_rot / 2` entries).
+    pub inv_freq: Vec<f64>,
+    /// Magnitude `m` multiplying the cosines and sines (YaRN's and LongRoPE's attention factor; 1 otherwise).
+    pub magnitude: f64,
 }
 
 impl RopeSpec {
-    /// Full-dimension RoPE with the given base and pairing.
+    /// Full-dimension plain RoPE with the given base and pairing.
     pub fn new(head_dim: usize, base: f64, pairing: Pairing) -> Self {
+        Self::partial(head_dim, head_dim, base, pairing)
+    }
+
+    /// Plain RoPE over the first `rot_dim` of `head_dim` coordinates.
+    pub fn partial(head_dim: usize, rot_dim: usize, base: f64, pairing: Pairing) -> Self {
+        Self::scaled(head_dim, rot_dim, base, pairing, &Scaling::None, 0)
+    }
+
+    /// RoPE over the first `rot_dim` coordinates with the frequencies and magnitude `scaling` gives for a
+    /// sequence of `n_tokens` positions (only LongRoPE depends on it).
+    pub fn scaled(
+        head_dim: usize,
+        rot_dim: usize,
+        base: f64,
+        pairing: Pairing,
+        scaling: &Scaling,
+        n_tokens: usize,
+    ) -> Self {
+        let (inv_freq, magnitude) = scaling.frequencies(base, rot_dim, n_tokens);
         Self {
             head_dim,
-            rot_dim: head_dim,
+            rot_dim,
             base,
             pairing,
+            inv_freq,
+            magnitude,
         }
     }
 
@@ -50,12 +96,9 @@ impl RopeSpec {
         self.rot_dim / 2
     }
 
-    /// Angular frequency `g_l = base^(-2l/d_rot)` of chunk `l` (0 = fastest), computed in `T`.
-    ///
-    /// It is evaluated as `1 / base^(2l/d_rot)`, the form HF transformers uses for `inv_freq`.
+    /// Angular frequency `g_l` of chunk `l` (0 = fastest for plain RoPE), rounded to `T`.
     pub fn frequency<T: Real>(&self, chunk: usize) -> T {
-        let exponent = T::of_f64(2.0 * chunk as f64) / T::of_f64(self.rot_dim as f64);
-        T::one() / T::of_f64(self.base).powf(exponent)
+        T::of_f64(self.inv_freq[chunk])
     }
 
     /// The two coordinates `(a, b)` of chunk `l`, rotated as `(x_a, x_b)`.
@@ -66,18 +109,25 @@ impl RopeSpec {
         }
     }
 
-    /// Rotates `x` (length `head_dim`) in place to position `pos`, with angles computed directly in `T`.
+    /// `m cos(pos · g_l)` and `m sin(pos · g_l)`, computed in f64.
+    pub fn cos_sin(&self, pos: usize, chunk: usize) -> (f64, f64) {
+        let theta = pos as f64 * self.inv_freq[chunk];
+        (theta.cos() * self.magnitude, theta.sin() * self.magnitude)
+    }
+
+    /// Rotates `x` (length `head_dim`) in place to position `pos`.
     pub fn rotate<T: Real>(&self, x: &mut [T], pos: usize) {
         for l in 0..self.n_chunks() {
-            let theta = T::of_f64(pos as f64) * self.frequency::<T>(l);
-            rotate_pair(x, self.chunk_dims(l), theta.cos(), theta.sin());
+            let (cos, sin) = self.cos_sin(pos, l);
+            rotate_pair(x, self.chunk_dims(l), T::of_f64(cos), T::of_f64(sin));
         }
     }
 
     /// Rotates `x` in place to position `pos` with explicit angular frequencies, chunk `l` by `pos * freqs[l]`,
-    /// in place of the spec's `g_l` (the pairing still comes from the spec). Theory checks use it for frequencies
-    /// the RoPE formula cannot produce, such as a rational multiple of 2π, and for NoPE (all frequencies 0, an
-    /// exact identity). `freqs` has one entry per chunk; chunks beyond its length are left unrotated.
+    /// in place of the spec's `g_l` (the pairing still comes from the spec, the magnitude is 1). Theory checks
+    /// use it for frequencies the RoPE formula cannot produce, such as a rational multiple of 2π, and for NoPE
+    /// (all frequencies 0, an exact identity). `freqs` has one entry per chunk; chunks beyond its length are
+    /// left unrotated.
     pub fn rotate_with_frequencies<T: Real>(&self, x: &mut [T], pos: usize, freqs: &[T]) {
         for (l, &g) in freqs.iter().enumerate().take(self.n_chunks()) {
             let theta = T::of_f64(pos as f64) * g;
@@ -94,7 +144,8 @@ pub fn rotate_pair<T: Real>(x: &mut [T], dims: (usize, usize), cos: T, sin: T) {
     x[dims.1] = a * sin + b * cos;
 }
 
-/// Cosines and sines of `pos * g_l` for the positions actually run (never the model's whole context).
+/// Cosines and sines of `pos * g_l` (times the magnitude) for the positions actually run (never the model's
+/// whole context).
 #[derive(Clone, Debug)]
 pub struct RopeTable<T> {
     spec: RopeSpec,
@@ -106,17 +157,16 @@ pub struct RopeTable<T> {
 }
 
 impl<T: Real> RopeTable<T> {
-    /// Tabulates positions `0..n_pos` for `spec`, every angle computed in `T`.
+    /// Tabulates positions `0..n_pos` for `spec`, every angle computed in f64 and rounded once to `T`.
     pub fn new(spec: RopeSpec, n_pos: usize) -> Self {
         let n_chunks = spec.n_chunks();
-        let freqs: Vec<T> = (0..n_chunks).map(|l| spec.frequency::<T>(l)).collect();
         let mut cos = Vec::with_capacity(n_pos * n_chunks);
         let mut sin = Vec::with_capacity(n_pos * n_chunks);
         for pos in 0..n_pos {
-            for &g in &freqs {
-                let theta = T::of_f64(pos as f64) * g;
-                cos.push(theta.cos());
-                sin.push(theta.sin());
+            for l in 0..n_chunks {
+                let (c, s) = spec.cos_sin(pos, l);
+                cos.push(T::of_f64(c));
+                sin.push(T::of_f64(s));
             }
         }
         Self {
@@ -194,5 +244,20 @@ mod tests {
         assert_eq!(a, b);
         let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>();
         assert!((norm(&a) - norm(&x0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn magnitude_scales_rotated_coordinates_only() {
+        let scaling = Scaling::Yarn(Yarn {
+            factor: 4.0,
+            original_context: 32,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            attention_factor: Some(1.5),
+        });
+        let spec = RopeSpec::scaled(8, 4, 10000.0, Pairing::HalfSplit, &scaling, 0);
+        let mut x = vec![1.0f64; 8];
+        spec.rotate(&mut x, 0);
+        assert_eq!(x, [1.5, 1.5, 1.5, 1.5, 1.0, 1.0, 1.0, 1.0]);
     }
 }

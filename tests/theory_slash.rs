@@ -73,7 +73,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let rot_half = 1 + ((half_dim - 1) as f64 * rot_fraction).round() as usize;
-        let spec = RopeSpec { head_dim: 2 * half_dim, rot_dim: 2 * rot_half, base: 10f64.powf(log_base), pairing: pairing(adjacent) };
+        let spec = RopeSpec::partial(2 * half_dim, 2 * rot_half, 10f64.powf(log_base), pairing(adjacent));
         let mut rng = rng(seed);
         let (q, k) = (gaussian(&mut rng, 2 * half_dim), gaussian(&mut rng, 2 * half_dim));
         let reconstructed = logit_spectrum(&spec, &q, &k).logit(i as f64 - j as f64);

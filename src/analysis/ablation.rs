@@ -192,12 +192,13 @@ pub fn run<T: Real>(
         return Err(Error::Input(format!("p = {p} is not in [0, 1]")));
     }
     let c = &model.config;
+    let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
     let spec = c
         .layers
         .iter()
         .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
         .max_by_key(|l| l.rope.n_chunks())
-        .map(|l| l.rope.clone())
+        .map(|l| l.rope.spec(longest))
         .ok_or_else(|| Error::Input("the model has no layers".into()))?;
     let frequencies: Vec<f64> = (0..spec.n_chunks())
         .map(|l| spec.frequency::<f64>(l))

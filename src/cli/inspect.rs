@@ -1,6 +1,9 @@
-//! `ropescope inspect`: architecture, hyper-parameters and tensor types of a GGUF file.
+//! `ropescope inspect`: architecture, hyper-parameters, RoPE as the forward pass applies it, tensor types of a
+//! GGUF file, and what in it ropescope does not understand (which `reference` and `scan` refuse).
 
 use crate::gguf::{GgufFile, Hparams};
+use crate::model::arch;
+use crate::model::config::{LayerRope, ModelConfig};
 use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,6 +29,89 @@ struct Report {
     hparams: Hparams,
     n_tensors: usize,
     tensor_types: BTreeMap<String, usize>,
+    /// RoPE of the resolved configuration; `null` when the file cannot be resolved (see `problem`).
+    rope: Option<RopeReport>,
+    /// Keys and tensors ropescope does not understand; `reference` and `scan` refuse a file that has any.
+    not_understood: Vec<String>,
+    /// Why the file cannot be run, if it cannot.
+    problem: Option<String>,
+}
+
+/// The RoPE of a model: one entry per distinct layer type.
+#[derive(Serialize)]
+struct RopeReport {
+    /// Coordinate pairing of the file's Q/K weights (`adjacent` or `half-split`).
+    pairing: &'static str,
+    /// Head dimension.
+    head_dim: usize,
+    /// Rotated dimensions.
+    rot_dim: usize,
+    /// Multiplier of `q·k`.
+    attn_scale: f64,
+    /// Gemma's `query_pre_attn_scalar`, where the architecture has one.
+    query_pre_attn_scalar: Option<f64>,
+    /// The layer types.
+    layer_types: Vec<LayerTypeReport>,
+}
+
+/// Layers that share one RoPE and window.
+#[derive(Serialize)]
+struct LayerTypeReport {
+    /// The layers of this type.
+    layers: Vec<usize>,
+    /// Frequency base before scaling.
+    base: f64,
+    /// The scaling, with its parameters (`type`: none, linear, factors, yarn, longrope).
+    scaling: crate::rope::Scaling,
+    /// Sliding window, `null` for global attention.
+    window: Option<usize>,
+    /// Frequencies `g_l` (rad/token) really rotated by, for sequences of at most `long_above` tokens (or any).
+    inv_freq: Vec<f64>,
+    /// Magnitude multiplying cos and sin.
+    magnitude: f64,
+    /// LongRoPE: sequences longer than this use `inv_freq_long`.
+    long_above: Option<usize>,
+    /// LongRoPE: frequencies for sequences longer than `long_above`.
+    inv_freq_long: Option<Vec<f64>>,
+}
+
+impl RopeReport {
+    fn of(c: &ModelConfig) -> Self {
+        let mut types: Vec<(LayerRope, Option<usize>, Vec<usize>)> = Vec::new();
+        for (i, l) in c.layers.iter().enumerate() {
+            match types
+                .iter_mut()
+                .find(|(r, w, _)| *r == l.rope && *w == l.window)
+            {
+                Some((_, _, layers)) => layers.push(i),
+                None => types.push((l.rope.clone(), l.window, vec![i])),
+            }
+        }
+        Self {
+            pairing: c.pairing.name(),
+            head_dim: c.head_dim,
+            rot_dim: c.layers.first().map_or(c.head_dim, |l| l.rope.rot_dim),
+            attn_scale: c.attn_scale,
+            query_pre_attn_scalar: c.query_pre_attn_scalar,
+            layer_types: types
+                .into_iter()
+                .map(|(rope, window, layers)| {
+                    let short = rope.spec(0);
+                    let long_above = rope.scaling.switches_above();
+                    LayerTypeReport {
+                        layers,
+                        base: rope.base,
+                        window,
+                        inv_freq: short.inv_freq,
+                        magnitude: short.magnitude,
+                        long_above,
+                        inv_freq_long: long_above.map(|n| rope.spec(n + 1).inv_freq),
+                        scaling: rope.scaling,
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Runs `inspect`.
@@ -36,6 +122,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for t in file.tensors() {
         *tensor_types.entry(t.ty.name().to_string()).or_insert(0) += 1;
     }
+    let resolved = arch::resolve_unchecked(&file);
+    let not_understood = arch::keys::not_understood(&file);
+    let problem = match (&resolved, not_understood.first()) {
+        (Err(e), _) => Some(e.to_string()),
+        (Ok(_), Some(_)) => arch::keys::check(&file).err().map(|e| e.to_string()),
+        (Ok(_), None) => None,
+    };
     let report = Report {
         file: args.model.display().to_string(),
         file_size: file.file_size(),
@@ -43,6 +136,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hparams,
         n_tensors: file.tensors().len(),
         tensor_types,
+        rope: resolved.as_ref().ok().map(RopeReport::of),
+        not_understood,
+        problem,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -97,4 +193,77 @@ fn print_text(r: &Report) {
         .map(|(t, n)| format!("{t} x{n}"))
         .collect();
     println!("tensors         {} ({})", r.n_tensors, types.join(", "));
+    if let Some(rope) = &r.rope {
+        print_rope(rope);
+    }
+    for item in &r.not_understood {
+        println!("NOT UNDERSTOOD  {item}");
+    }
+    if let Some(p) = &r.problem {
+        println!("cannot run      {p}");
+    }
+}
+
+fn print_rope(r: &RopeReport) {
+    let scalar = r
+        .query_pre_attn_scalar
+        .map_or(String::new(), |s| format!(" (query_pre_attn_scalar {s})"));
+    println!(
+        "attention       scale {:.6}{scalar}; RoPE {} pairs over {} of {} dims",
+        r.attn_scale, r.pairing, r.rot_dim, r.head_dim
+    );
+    for t in &r.layer_types {
+        let window = t.window.map_or("global".into(), |w| format!("window {w}"));
+        let scaling = serde_json::to_value(&t.scaling)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| {
+                        *k != "type" && *k != "short" && *k != "long" && *k != "factors"
+                    })
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let g = &t.inv_freq;
+        println!(
+            "  layers {}: base {:e}, {window}, scaling {}{}{}, magnitude {}, g from {:.4e} to {:.4e} rad/token",
+            ranges(&t.layers),
+            t.base,
+            t.scaling.name(),
+            if scaling.is_empty() { "" } else { " " },
+            scaling,
+            t.magnitude,
+            g.first().copied().unwrap_or(f64::NAN),
+            g.last().copied().unwrap_or(f64::NAN),
+        );
+        if let (Some(n), Some(long)) = (t.long_above, &t.inv_freq_long) {
+            println!(
+                "    above {n} tokens: g from {:.4e} to {:.4e} rad/token",
+                long.first().copied().unwrap_or(f64::NAN),
+                long.last().copied().unwrap_or(f64::NAN)
+            );
+        }
+    }
+}
+
+/// `0-4,6-10,12` style list of layer indices.
+fn ranges(layers: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < layers.len() {
+        let mut j = i;
+        while j + 1 < layers.len() && layers[j + 1] == layers[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            layers[i].to_string()
+        } else {
+            format!("{}-{}", layers[i], layers[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }

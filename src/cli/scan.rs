@@ -143,7 +143,7 @@ fn run_in<T: Real>(
             head_dim: c.head_dim,
             value_dim: c.value_dim,
             n_chunks: c.n_chunks(),
-            rope_bases: c.layers.iter().map(|l| l.rope_base).collect(),
+            rope_bases: c.layers.iter().map(|l| l.rope.base).collect(),
             windows: c.layers.iter().map(|l| l.window).collect(),
             context_length: c.context_length,
             vocab_size: c.vocab_size,

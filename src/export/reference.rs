@@ -94,7 +94,7 @@ pub fn write_reference<T: Real + npy::NpyElement>(
         let kv_heads: Vec<&HeadRecord<T>> = (0..c.n_kv_heads)
             .filter_map(|g| sink.get(l, g * c.group_size()))
             .collect();
-        let spec = &c.layers[l].rope;
+        let spec = &c.layers[l].rope.spec(t);
         put(
             format!("attn_L{l}.npy"),
             vec![c.n_heads, r, t],

@@ -31,10 +31,16 @@ pub struct Hparams {
     pub rope_base: f64,
     /// `{arch}.rope.dimension_count` (defaults to `head_dim`).
     pub rope_dim: usize,
+    /// `{arch}.rope.freq_base_swa`: RoPE base of the sliding-window layers, when present.
+    pub rope_base_swa: Option<f64>,
+    /// The `{arch}.rope.scaling.*` keys, as stored.
+    pub rope_scaling: RopeScalingKeys,
     /// `{arch}.context_length`.
     pub context_length: usize,
     /// `{arch}.attention.sliding_window`, when present.
     pub sliding_window: Option<usize>,
+    /// `{arch}.attention.sliding_window_pattern`: per layer, whether it uses the sliding window, when present.
+    pub sliding_window_pattern: Option<Vec<bool>>,
     /// `{arch}.attention.layer_norm_rms_epsilon`, when present.
     pub rms_eps: Option<f64>,
     /// `{arch}.attention.layer_norm_epsilon`, when present.
@@ -45,6 +51,45 @@ pub struct Hparams {
     pub final_softcap: Option<f64>,
     /// Vocabulary size: length of `tokenizer.ggml.tokens`, else `{arch}.vocab_size`.
     pub vocab_size: Option<usize>,
+}
+
+/// The `{arch}.rope.scaling.*` keys of a file (llama.cpp's names), each checked to be finite and positive.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RopeScalingKeys {
+    /// `rope.scaling.type`: `none`, `linear`, `yarn`, `longrope`, ...
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// `rope.scaling.factor`.
+    pub factor: Option<f64>,
+    /// `rope.scaling.original_context_length`.
+    pub original_context: Option<usize>,
+    /// `rope.scaling.attn_factor` (LongRoPE's magnitude as the converter writes it).
+    pub attn_factor: Option<f64>,
+    /// `rope.scaling.yarn_beta_fast`.
+    pub yarn_beta_fast: Option<f64>,
+    /// `rope.scaling.yarn_beta_slow`.
+    pub yarn_beta_slow: Option<f64>,
+    /// `rope.scaling.yarn_ext_factor`.
+    pub yarn_ext_factor: Option<f64>,
+    /// `rope.scaling.yarn_attn_factor` (HF's explicit `attention_factor`).
+    pub yarn_attn_factor: Option<f64>,
+}
+
+impl RopeScalingKeys {
+    fn read(file: &GgufFile, arch: &str) -> Result<Self> {
+        let key = |k: &str| format!("{arch}.rope.scaling.{k}");
+        let positive = |k: &str| file.get_positive_f64(&key(k));
+        Ok(Self {
+            kind: file.get_str(&key("type"))?.map(str::to_string),
+            factor: positive("factor")?,
+            original_context: file.get_usize(&key("original_context_length"))?,
+            attn_factor: positive("attn_factor")?,
+            yarn_beta_fast: positive("yarn_beta_fast")?,
+            yarn_beta_slow: positive("yarn_beta_slow")?,
+            yarn_ext_factor: positive("yarn_ext_factor")?,
+            yarn_attn_factor: positive("yarn_attn_factor")?,
+        })
+    }
 }
 
 impl Hparams {
@@ -108,11 +153,14 @@ impl Hparams {
             head_dim,
             value_dim,
             rope_base: file
-                .get_f64(&key("rope.freq_base"))?
+                .get_positive_f64(&key("rope.freq_base"))?
                 .unwrap_or(DEFAULT_ROPE_BASE),
             rope_dim,
+            rope_base_swa: file.get_positive_f64(&key("rope.freq_base_swa"))?,
+            rope_scaling: RopeScalingKeys::read(file, &architecture)?,
             context_length: req("context_length")?,
             sliding_window: file.get_usize(&key("attention.sliding_window"))?,
+            sliding_window_pattern: file.get_bools(&key("attention.sliding_window_pattern"))?,
             rms_eps: file.get_f64(&key("attention.layer_norm_rms_epsilon"))?,
             norm_eps: file.get_f64(&key("attention.layer_norm_epsilon"))?,
             attn_softcap: file.get_f64(&key("attn_logit_softcapping"))?,
@@ -154,6 +202,28 @@ impl GgufFile {
                 problem: format!("expected a number, found {v:?}"),
             }),
         }
+    }
+
+    /// A finite, strictly positive numeric value as f64; `Ok(None)` when the key is absent.
+    pub fn get_positive_f64(&self, key: &str) -> Result<Option<f64>> {
+        match self.get_f64(key)? {
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(Error::BadValue {
+                key: key.into(),
+                problem: format!("{x} is not a finite positive number"),
+            }),
+            v => Ok(v),
+        }
+    }
+
+    /// An array of booleans; `Ok(None)` when the key is absent.
+    pub fn get_bools(&self, key: &str) -> Result<Option<Vec<bool>>> {
+        let Some(array) = self.get_array(key)? else {
+            return Ok(None);
+        };
+        array.to_bools().map(Some).ok_or_else(|| Error::BadValue {
+            key: key.into(),
+            problem: "expected an array of booleans".into(),
+        })
     }
 
     /// A string metadata value; `Ok(None)` when the key is absent.

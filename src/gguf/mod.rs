@@ -14,6 +14,6 @@ mod writer;
 pub use file::{
     GgufFile, TensorData, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS,
 };
-pub use hparams::{Hparams, DEFAULT_ROPE_BASE};
+pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE};
 pub use value::{type_id, Array, Value};
 pub use writer::{GgufWriter, TensorSpec};

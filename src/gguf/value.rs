@@ -168,6 +168,14 @@ impl Array {
         self.len() == 0
     }
 
+    /// The elements, if the array holds booleans.
+    pub fn to_bools(&self) -> Option<Vec<bool>> {
+        match self {
+            Array::Bool(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
     /// The elements converted to `i64`, if the array holds integers of any width (u64 values above
     /// `i64::MAX` give `None`).
     pub fn to_i64s(&self) -> Option<Vec<i64>> {

@@ -1,6 +1,6 @@
 //! The complete, architecture-resolved description of a model's forward pass.
 
-use crate::rope::{Pairing, RopeSpec};
+use crate::rope::{Pairing, RopeSpec, Scaling};
 use serde::Serialize;
 
 /// Non-linearity of the gated feed-forward block (`down(act(gate(x)) * up(x))`).
@@ -12,14 +12,51 @@ pub enum Activation {
     GeluTanh,
 }
 
+/// A layer's rotary embedding as the file states it: everything but the sequence length, on which LongRoPE's
+/// frequencies depend ([`LayerRope::spec`] resolves it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LayerRope {
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Rotated dimensions (partial rotary when below `head_dim`).
+    pub rot_dim: usize,
+    /// Frequency base before scaling.
+    pub base: f64,
+    /// Coordinate pairing of the file's Q/K weights.
+    #[serde(serialize_with = "pairing_name")]
+    pub pairing: Pairing,
+    /// Frequency scaling.
+    pub scaling: Scaling,
+}
+
+fn pairing_name<S: serde::Serializer>(p: &Pairing, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.name())
+}
+
+impl LayerRope {
+    /// The rotary embedding of this layer for a sequence of `n_tokens` positions.
+    pub fn spec(&self, n_tokens: usize) -> RopeSpec {
+        RopeSpec::scaled(
+            self.head_dim,
+            self.rot_dim,
+            self.base,
+            self.pairing,
+            &self.scaling,
+            n_tokens,
+        )
+    }
+
+    /// Number of rotating chunks.
+    pub fn n_chunks(&self) -> usize {
+        self.rot_dim / 2
+    }
+}
+
 /// Per-layer attention geometry.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayerConfig {
     /// Rotary embedding of this layer.
-    #[serde(skip)]
-    pub rope: RopeSpec,
-    /// RoPE base of this layer (also in `rope`, repeated for serialisation).
-    pub rope_base: f64,
+    pub rope: LayerRope,
     /// Sliding-window size, `None` for global attention.
     pub window: Option<usize>,
 }
@@ -54,6 +91,8 @@ pub struct ModelConfig {
     pub pairing: Pairing,
     /// Per-layer attention geometry.
     pub layers: Vec<LayerConfig>,
+    /// Gemma's `query_pre_attn_scalar`, when the architecture has one (the scale is its inverse square root).
+    pub query_pre_attn_scalar: Option<f64>,
     /// Multiplier of `q·k` (`1/sqrt(head_dim)`, or `query_pre_attn_scalar^-1/2`).
     pub attn_scale: f64,
     /// Attention logit soft-capping `c · tanh(x / c)`.
@@ -83,5 +122,10 @@ impl ModelConfig {
             .map(|l| l.rope.n_chunks())
             .max()
             .unwrap_or(0)
+    }
+
+    /// Every layer's rotary embedding for a sequence of `n_tokens` positions.
+    pub fn rope_specs(&self, n_tokens: usize) -> Vec<RopeSpec> {
+        self.layers.iter().map(|l| l.rope.spec(n_tokens)).collect()
     }
 }

@@ -135,15 +135,15 @@ impl<T: Real> Model<T> {
         let mut x = self.embed(ids);
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
-            if !tables.iter().any(|(s, _)| *s == lc.rope) {
-                tables.push((lc.rope.clone(), RopeTable::new(lc.rope.clone(), t)));
-            }
-            let table = &tables
-                .iter()
-                .find(|(s, _)| *s == lc.rope)
-                .expect("table was just built")
-                .1;
-            self.layer(l, lc, lw, table, opts, &mut x, capture);
+            let spec = lc.rope.spec(t);
+            let index = match tables.iter().position(|(s, _)| *s == spec) {
+                Some(i) => i,
+                None => {
+                    tables.push((spec.clone(), RopeTable::new(spec, t)));
+                    tables.len() - 1
+                }
+            };
+            self.layer(l, lc, lw, &tables[index].1, opts, &mut x, capture);
         }
         let rows = opts.logits_rows.start.min(t)..opts.logits_rows.end.min(t);
         Ok(ForwardOutput {
@@ -210,7 +210,7 @@ impl<T: Real> Model<T> {
             head_dim: hd,
             value_dim: vd,
             n_tokens: t,
-            rope: lc.rope.clone(),
+            rope: table.spec().clone(),
             window: lc.window,
             scale: c.attn_scale,
         };

@@ -39,9 +39,9 @@ pub fn write<T: Real>(
     if params.runs(Analysis::Frequency) || params.runs(Analysis::Fourier) {
         let n_chunks = c.n_chunks();
         let freqs: Vec<f64> = c
-            .layers
+            .rope_specs(meta.parameters.prompt_length)
             .iter()
-            .flat_map(|l| (0..n_chunks).map(|k| l.rope.frequency::<f64>(k)))
+            .flat_map(|spec| (0..n_chunks).map(|k| spec.frequency::<f64>(k)))
             .collect();
         npy::write(
             &dir.join(files::CHUNK_FREQUENCY),

@@ -1,53 +1,119 @@
-//! `gemma2` and `gemma3`: half-split RoPE, GELU (tanh) feed-forward, embeddings scaled by `sqrt(n_embd)`,
-//! RMSNorm after the attention and feed-forward blocks as well as before. GGUF stores Gemma's norm weights
-//! already as `1 + w`, so the plain RMSNorm applies.
+//! `gemma` (Gemma 1), `gemma2` and `gemma3`: half-split RoPE, GELU (tanh) feed-forward, embeddings scaled by
+//! `sqrt(n_embd)`; Gemma 2 and 3 also normalise after the attention and feed-forward blocks. GGUF stores
+//! Gemma's norm weights already as `1 + w`, so the plain RMSNorm applies.
+//!
+//! What the file does not hold comes from the real configurations of every released size (HF `config.json`):
+//!
+//! | model | layers | head dim | `n_embd / n_heads` | `query_pre_attn_scalar` | layer pattern | RoPE |
+//! |---|---|---|---|---|---|---|
+//! | Gemma 2B / 7B | 18 / 28 | 256 | 256 / 192 | (scale `head_dim^-1/2`) | all global | base 1e4 |
+//! | Gemma 2 2B / 9B | 26 / 42 | 256 | 288 / 224 | 256 | even layers local | base 1e4 |
+//! | Gemma 2 27B | 46 | 128 | 144 | 144 | even layers local | base 1e4 |
+//! | Gemma 3 270M / 1B | 18 / 26 | 256 | 160 / 288 | 256 | 5 local, then 1 global | local 1e4, global 1e6 |
+//! | Gemma 3 4B / 12B | 34 / 48 | 256 | 320 / 240 | 256 | 5 local, then 1 global | as 1B, global linear ×8 |
+//! | Gemma 3 27B | 62 | 128 | 168 | 168 | 5 local, then 1 global | as 4B |
+//!
+//! So `query_pre_attn_scalar` is the head dimension except on the 27B models, where it is `n_embd / n_heads`;
+//! GGUF has no key for it, and like llama.cpp ropescope recognises the 27B models by their layer count
+//! ([`GEMMA2_27B_LAYERS`], [`GEMMA3_27B_LAYERS`]). Gemma 3's local layers use `rope.freq_base_swa` when the file
+//! has it (else [`GEMMA3_LOCAL_ROPE_BASE`]) and never the file's scaling, which applies to the global layers
+//! only; the layer pattern is `attention.sliding_window_pattern` when present, else every
+//! [`GEMMA3_GLOBAL_EVERY`]-th layer is global.
 
 use super::super::config::ModelConfig;
+use crate::error::{Error, Result};
 use crate::gguf::Hparams;
 use crate::model::config::Activation;
+use crate::rope::Scaling;
 
-/// Gemma 3: every [`GEMMA3_GLOBAL_EVERY`]-th layer (5, 11, 17, ...) is global with the file's RoPE base.
+/// Gemma 3: every [`GEMMA3_GLOBAL_EVERY`]-th layer (5, 11, 17, ...) is global, unless the file states the
+/// pattern (all sizes).
 pub const GEMMA3_GLOBAL_EVERY: usize = 6;
-/// Gemma 3: RoPE base of the local (sliding-window) layers; the file does not hold it.
+/// Gemma 3: RoPE base of the local (sliding-window) layers when the file has no `rope.freq_base_swa` (all sizes).
 pub const GEMMA3_LOCAL_ROPE_BASE: f64 = 10_000.0;
-/// Gemma 3: `query_pre_attn_scalar`; the attention scale is its inverse square root. The file does not hold it.
-pub const GEMMA3_QUERY_PRE_ATTN_SCALAR: f64 = 256.0;
+/// Layer count of Gemma 2 27B, whose `query_pre_attn_scalar` is `n_embd / n_heads`.
+pub const GEMMA2_27B_LAYERS: usize = 46;
+/// Layer count of Gemma 3 27B, whose `query_pre_attn_scalar` is `n_embd / n_heads`.
+pub const GEMMA3_27B_LAYERS: usize = 62;
 
 fn gemma_common(mut c: ModelConfig) -> ModelConfig {
     c.activation = Activation::GeluTanh;
     c.embed_scale = Some((c.n_embd as f64).sqrt());
-    c.post_norms = true;
     c
 }
 
-/// Gemma 3: QK-norm; local layers use a sliding window and base [`GEMMA3_LOCAL_ROPE_BASE`], global layers full
-/// attention and the file's base.
-pub fn config_gemma3(base: ModelConfig) -> ModelConfig {
-    let mut c = gemma_common(base);
+/// Sets `query_pre_attn_scalar` to `n_embd / n_heads` on a 27B model (`n_layers == layers_27b`), else to the
+/// head dimension, and the attention scale to its inverse square root.
+fn with_query_scalar(mut c: ModelConfig, layers_27b: usize) -> ModelConfig {
+    let scalar = if c.n_layers == layers_27b {
+        c.n_embd as f64 / c.n_heads as f64
+    } else {
+        c.head_dim as f64
+    };
+    c.query_pre_attn_scalar = Some(scalar);
+    c.attn_scale = 1.0 / scalar.sqrt();
+    c
+}
+
+/// Gemma 1: the common Gemma conventions, global attention everywhere, scale `head_dim^-1/2`.
+pub fn config_gemma(base: ModelConfig) -> ModelConfig {
+    gemma_common(base)
+}
+
+/// Gemma 3: QK-norm, post-norms; local layers use the sliding window, the local base and no scaling, global
+/// layers full attention and the file's base and scaling.
+pub fn config_gemma3(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
+    let mut c = with_query_scalar(gemma_common(base), GEMMA3_27B_LAYERS);
     c.qk_norm = true;
-    c.attn_scale = 1.0 / GEMMA3_QUERY_PRE_ATTN_SCALAR.sqrt();
-    for (i, layer) in c.layers.iter_mut().enumerate() {
-        if (i + 1) % GEMMA3_GLOBAL_EVERY != 0 {
-            layer.rope.base = GEMMA3_LOCAL_ROPE_BASE;
-            layer.rope_base = GEMMA3_LOCAL_ROPE_BASE;
+    c.post_norms = true;
+    c.final_softcap = h.final_softcap;
+    let local = local_layers(h, |i| (i + 1) % GEMMA3_GLOBAL_EVERY != 0)?;
+    let local_base = h.rope_base_swa.unwrap_or(GEMMA3_LOCAL_ROPE_BASE);
+    for (layer, is_local) in c.layers.iter_mut().zip(local) {
+        if is_local {
+            layer.rope.base = local_base;
+            layer.rope.scaling = Scaling::None;
         } else {
             layer.window = None;
         }
     }
-    c
+    Ok(c)
 }
 
-/// Gemma 2: attention and final logit soft-capping from the file; even layers (0, 2, ...) use the sliding
-/// window, odd layers are global. The attention scale is `1/sqrt(head_dim)` (llama.cpp's choice for the 2B and
-/// 9B models; the file does not hold `query_pre_attn_scalar`).
-pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> ModelConfig {
-    let mut c = gemma_common(base);
+/// Gemma 2: post-norms, attention and final logit soft-capping from the file; even layers (0, 2, ...) use the
+/// sliding window, odd layers are global.
+pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
+    let mut c = with_query_scalar(gemma_common(base), GEMMA2_27B_LAYERS);
+    c.post_norms = true;
     c.attn_softcap = h.attn_softcap;
     c.final_softcap = h.final_softcap;
-    for (i, layer) in c.layers.iter_mut().enumerate() {
-        if i % 2 == 1 {
+    let local = local_layers(h, |i| i % 2 == 0)?;
+    for (layer, is_local) in c.layers.iter_mut().zip(local) {
+        if !is_local {
             layer.window = None;
         }
     }
-    c
+    Ok(c)
+}
+
+/// Which layers use the sliding window: the file's `attention.sliding_window_pattern` when present (one entry
+/// per layer), else `default`. A model with local layers must state its window.
+fn local_layers(h: &Hparams, default: impl Fn(usize) -> bool) -> Result<Vec<bool>> {
+    let arch = &h.architecture;
+    let local = match &h.sliding_window_pattern {
+        Some(p) if p.len() != h.n_layers => {
+            return Err(Error::BadValue {
+                key: format!("{arch}.attention.sliding_window_pattern"),
+                problem: format!("{} entries for {} layers", p.len(), h.n_layers),
+            })
+        }
+        Some(p) => p.clone(),
+        None => (0..h.n_layers).map(default).collect(),
+    };
+    if local.iter().any(|&l| l) && h.sliding_window.is_none() {
+        return Err(Error::MissingKey(format!(
+            "{arch}.attention.sliding_window"
+        )));
+    }
+    Ok(local)
 }

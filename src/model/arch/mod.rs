@@ -1,32 +1,44 @@
 //! Architecture conventions: how each supported `general.architecture` maps GGUF metadata to a
 //! [`ModelConfig`]. The forward pass itself is shared by all of them.
 
-mod gemma;
+pub mod gemma;
+pub mod keys;
 mod llama;
 mod phi3;
 mod qwen;
+pub mod rope;
 
-use super::config::{Activation, LayerConfig, ModelConfig};
+use super::config::{Activation, LayerConfig, LayerRope, ModelConfig};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Hparams};
-use crate::rope::{Pairing, RopeSpec};
+use crate::rope::Pairing;
 
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
-    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3",
+    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
 ];
 
 /// Resolves the forward-pass configuration of `file`. An unsupported architecture is rejected before any
-/// of its hyper-parameters are read.
+/// of its hyper-parameters are read; a key or tensor the architecture does not understand is refused
+/// ([`keys::check`]).
 pub fn resolve(file: &GgufFile) -> Result<ModelConfig> {
+    let config = resolve_unchecked(file)?;
+    keys::check(file)?;
+    Ok(config)
+}
+
+/// [`resolve`] without refusing what the architecture does not understand: for `inspect`, which lists it
+/// instead ([`keys::not_understood`]). Never run a model on this configuration.
+pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
     let arch = file.architecture()?;
-    let configure: fn(ModelConfig, &Hparams) -> ModelConfig = match arch {
-        "llama" | "mistral" => |c, _| llama::config(c),
-        "qwen2" => |c, _| qwen::config(c, false),
-        "qwen3" => |c, _| qwen::config(c, true),
-        "phi3" => |c, _| phi3::config(c),
+    let configure: fn(ModelConfig, &Hparams) -> Result<ModelConfig> = match arch {
+        "llama" | "mistral" => |c, _| Ok(llama::config(c)),
+        "qwen2" => |c, _| Ok(qwen::config(c, false)),
+        "qwen3" => |c, _| Ok(qwen::config(c, true)),
+        "phi3" => |c, _| Ok(phi3::config(c)),
+        "gemma" => |c, _| Ok(gemma::config_gemma(c)),
         "gemma2" => gemma::config_gemma2,
-        "gemma3" => |c, _| gemma::config_gemma3(c),
+        "gemma3" => gemma::config_gemma3,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -39,10 +51,11 @@ pub fn resolve(file: &GgufFile) -> Result<ModelConfig> {
     };
     let h = Hparams::from_gguf(file)?;
     let base = base_config(&h, file)?;
-    Ok(configure(base, &h))
+    configure(base, &h)
 }
 
-/// The architecture-independent part: sizes, global RoPE with the file's base, half-split pairing, SiLU.
+/// The architecture-independent part: sizes, the file's RoPE (base, rotated dims, scaling) on every layer,
+/// half-split pairing, SiLU, the file's sliding window on every layer.
 fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     let arch = &h.architecture;
     let n_ff = h
@@ -51,6 +64,12 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     let norm_eps = h
         .rms_eps
         .ok_or_else(|| Error::MissingKey(format!("{arch}.attention.layer_norm_rms_epsilon")))?;
+    if !(norm_eps.is_finite() && norm_eps >= 0.0) {
+        return Err(Error::BadValue {
+            key: format!("{arch}.attention.layer_norm_rms_epsilon"),
+            problem: format!("{norm_eps} is not a finite non-negative number"),
+        });
+    }
     let vocab_size = match h.vocab_size {
         Some(v) => v,
         None => file
@@ -63,17 +82,25 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     if vocab_size == 0 {
         return Err(Error::MissingKey("tokenizer.ggml.tokens".into()));
     }
-    let rope = RopeSpec {
+    let rope = LayerRope {
         head_dim: h.head_dim,
         rot_dim: h.rope_dim,
         base: h.rope_base,
         pairing: Pairing::HalfSplit,
+        scaling: rope::scaling(file, h)?,
     };
-    let layer = LayerConfig {
-        rope,
-        rope_base: h.rope_base,
-        window: h.sliding_window,
+    let window = match h.sliding_window {
+        // Phi-3's converter writes 0 for "no window" (Phi-4 and others).
+        Some(0) if arch == "phi3" => None,
+        Some(0) => {
+            return Err(Error::BadValue {
+                key: format!("{arch}.attention.sliding_window"),
+                problem: "a window of 0 keys would hide every token".into(),
+            })
+        }
+        w => w,
     };
+    let layer = LayerConfig { rope, window };
     Ok(ModelConfig {
         architecture: arch.clone(),
         n_layers: h.n_layers,
@@ -88,6 +115,7 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         norm_eps,
         pairing: Pairing::HalfSplit,
         layers: vec![layer; h.n_layers],
+        query_pre_attn_scalar: None,
         attn_scale: 1.0 / (h.head_dim as f64).sqrt(),
         attn_softcap: None,
         final_softcap: None,

@@ -1,0 +1,259 @@
+//! What each architecture understands: the `{arch}.*` metadata keys it reads and the tensors its forward pass
+//! uses. Anything else in a file may change the computation in a way ropescope does not implement (a scaling
+//! variant, a mixture of experts, a different attention scale, a layer beyond `block_count`), so
+//! [`check`] refuses it by name and `inspect` lists it ([`not_understood`]). Keys outside `{arch}.` (`general.*`,
+//! `tokenizer.*`, `quantize.*`) describe the file, not the forward pass, and are not checked here.
+
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+
+/// Keys every supported architecture reads (after the `{arch}.` prefix).
+const COMMON_KEYS: &[&str] = &[
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "vocab_size",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "rope.freq_base",
+    "rope.dimension_count",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scaling.original_context_length",
+    "rope.scaling.attn_factor",
+    "rope.scaling.finetuned",
+    "rope.scaling.yarn_beta_fast",
+    "rope.scaling.yarn_beta_slow",
+    "rope.scaling.yarn_ext_factor",
+    "rope.scaling.yarn_attn_factor",
+];
+
+/// Tensors outside the blocks every architecture may have (`output.weight` is absent when tied).
+const COMMON_TENSORS: &[&str] = &["token_embd.weight", "output_norm.weight", "output.weight"];
+
+/// Per-block tensors every architecture may have (`blk.{i}.` prefix). Fused Q/K/V and gate/up are split at load
+/// time; biases are added wherever present.
+const COMMON_BLOCK_TENSORS: &[&str] = &[
+    "attn_norm.weight",
+    "attn_q.weight",
+    "attn_k.weight",
+    "attn_v.weight",
+    "attn_qkv.weight",
+    "attn_q.bias",
+    "attn_k.bias",
+    "attn_v.bias",
+    "attn_output.weight",
+    "ffn_norm.weight",
+    "ffn_gate.weight",
+    "ffn_up.weight",
+    "ffn_down.weight",
+];
+
+/// What one architecture understands beyond the common sets.
+struct Extra {
+    keys: &'static [&'static str],
+    tensors: &'static [&'static str],
+    block_tensors: &'static [&'static str],
+}
+
+const QK_NORM: &[&str] = &["attn_q_norm.weight", "attn_k_norm.weight"];
+const GEMMA_POST_NORMS: &[&str] = &["post_attention_norm.weight", "post_ffw_norm.weight"];
+const GEMMA3_BLOCK: &[&str] = &[
+    "attn_q_norm.weight",
+    "attn_k_norm.weight",
+    "post_attention_norm.weight",
+    "post_ffw_norm.weight",
+];
+
+fn extra(arch: &str) -> Option<Extra> {
+    let none: &'static [&'static str] = &[];
+    Some(match arch {
+        "llama" | "mistral" => Extra {
+            keys: &["attention.sliding_window"],
+            tensors: &["rope_freqs.weight"],
+            block_tensors: none,
+        },
+        "qwen2" => Extra {
+            keys: none,
+            tensors: none,
+            block_tensors: none,
+        },
+        "qwen3" => Extra {
+            keys: none,
+            tensors: none,
+            block_tensors: QK_NORM,
+        },
+        "phi3" => Extra {
+            keys: &["attention.sliding_window"],
+            tensors: &["rope_factors_long.weight", "rope_factors_short.weight"],
+            block_tensors: none,
+        },
+        "gemma" => Extra {
+            keys: none,
+            tensors: none,
+            block_tensors: none,
+        },
+        "gemma2" => Extra {
+            keys: &[
+                "attention.sliding_window",
+                "attn_logit_softcapping",
+                "final_logit_softcapping",
+            ],
+            tensors: none,
+            block_tensors: GEMMA_POST_NORMS,
+        },
+        "gemma3" => Extra {
+            keys: &[
+                "attention.sliding_window",
+                "attention.sliding_window_pattern",
+                "rope.freq_base_swa",
+                "final_logit_softcapping",
+            ],
+            tensors: none,
+            block_tensors: GEMMA3_BLOCK,
+        },
+        _ => return None,
+    })
+}
+
+/// Whether `arch` understands the metadata key `key` (with its `{arch}.` prefix); `None` for an unsupported
+/// architecture.
+fn key_understood(arch: &str, key: &str) -> Option<bool> {
+    let e = extra(arch)?;
+    let suffix = match key.strip_prefix(arch).and_then(|k| k.strip_prefix('.')) {
+        Some(s) => s,
+        None => return Some(true), // not an architecture key
+    };
+    Some(COMMON_KEYS.contains(&suffix) || e.keys.contains(&suffix))
+}
+
+/// Whether `arch` with `n_layers` blocks uses the tensor `name`; `None` for an unsupported architecture.
+fn tensor_understood(arch: &str, n_layers: usize, name: &str) -> Option<bool> {
+    let e = extra(arch)?;
+    if let Some(rest) = name.strip_prefix("blk.") {
+        let Some((index, part)) = rest.split_once('.') else {
+            return Some(false);
+        };
+        let in_range = index.parse::<usize>().is_ok_and(|i| i < n_layers)
+            && !index.starts_with('+')
+            && (index == "0" || !index.starts_with('0'));
+        return Some(
+            in_range && (COMMON_BLOCK_TENSORS.contains(&part) || e.block_tensors.contains(&part)),
+        );
+    }
+    Some(COMMON_TENSORS.contains(&name) || e.tensors.contains(&name))
+}
+
+/// Everything in `file` that its architecture does not understand: `key NAME` and `tensor NAME` entries in file
+/// order, keys first. Empty for an unsupported architecture (which is refused as a whole) or when
+/// `block_count` cannot be read.
+pub fn not_understood(file: &GgufFile) -> Vec<String> {
+    let Ok(arch) = file.architecture() else {
+        return Vec::new();
+    };
+    let Some(n_layers) = file
+        .get_usize(&format!("{arch}.block_count"))
+        .ok()
+        .flatten()
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = file
+        .metadata()
+        .filter(|(k, _)| key_understood(arch, k) == Some(false))
+        .map(|(k, _)| format!("key {k}"))
+        .collect();
+    out.extend(
+        file.tensors()
+            .iter()
+            .filter(|t| tensor_understood(arch, n_layers, &t.name) == Some(false))
+            .map(|t| format!("tensor {}", t.name)),
+    );
+    out
+}
+
+/// Refuses a file with any key or tensor its architecture does not understand, naming the first and counting
+/// the rest.
+pub fn check(file: &GgufFile) -> Result<()> {
+    let unknown = not_understood(file);
+    match unknown.first() {
+        None => Ok(()),
+        Some(first) => Err(Error::NotImplemented {
+            what: first.clone(),
+            hint: if unknown.len() > 1 {
+                format!(
+                    " ({} more not understood: `ropescope inspect` lists them)",
+                    unknown.len() - 1
+                )
+            } else {
+                String::new()
+            },
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn architecture_keys_are_checked_and_others_pass() {
+        assert_eq!(key_understood("llama", "llama.rope.freq_base"), Some(true));
+        assert_eq!(
+            key_understood("llama", "llama.rope.scaling.alpha"),
+            Some(false)
+        );
+        assert_eq!(key_understood("llama", "llama.expert_count"), Some(false));
+        assert_eq!(key_understood("llama", "general.name"), Some(true));
+        assert_eq!(key_understood("llama", "llamax.foo"), Some(true));
+        assert_eq!(
+            key_understood("gemma3", "gemma3.rope.freq_base_swa"),
+            Some(true)
+        );
+        assert_eq!(
+            key_understood("gemma2", "gemma2.rope.freq_base_swa"),
+            Some(false)
+        );
+        assert_eq!(key_understood("gpt2", "gpt2.context_length"), None);
+    }
+
+    #[test]
+    fn block_tensors_must_belong_to_a_layer_that_exists() {
+        assert_eq!(
+            tensor_understood("llama", 2, "blk.1.attn_q.weight"),
+            Some(true)
+        );
+        assert_eq!(
+            tensor_understood("llama", 2, "blk.2.attn_q.weight"),
+            Some(false)
+        );
+        assert_eq!(
+            tensor_understood("llama", 2, "blk.01.attn_q.weight"),
+            Some(false)
+        );
+        assert_eq!(
+            tensor_understood("llama", 2, "blk.1.attn_q_norm.weight"),
+            Some(false)
+        );
+        assert_eq!(
+            tensor_understood("qwen3", 2, "blk.1.attn_q_norm.weight"),
+            Some(true)
+        );
+        assert_eq!(
+            tensor_understood("llama", 2, "rope_freqs.weight"),
+            Some(true)
+        );
+        assert_eq!(
+            tensor_understood("qwen2", 2, "rope_freqs.weight"),
+            Some(false)
+        );
+        assert_eq!(
+            tensor_understood("phi3", 2, "rope_factors_long.weight"),
+            Some(true)
+        );
+    }
+}
