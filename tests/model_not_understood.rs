@@ -1,0 +1,330 @@
+//! What a file says that ropescope does not implement is refused by name by `reference` and `scan` and listed
+//! by `inspect`, on copies of llama.cpp-converted models (`fixtures/converted/`) with one key or tensor changed;
+//! and `inspect` reports the RoPE each converted model really applies, checked against HF's own values.
+
+mod common;
+
+use ropescope::gguf::{GgufFile, GgufWriter, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn converted(variant: &str) -> PathBuf {
+    common::fixture(&format!("converted/{variant}/model.gguf"))
+}
+
+/// A copy of the GGUF at `src` with `edit` applied to its metadata list, and `extra` tensors (f32) added.
+fn altered(
+    src: &Path,
+    edit: impl Fn(&mut Vec<(String, Value)>),
+    extra: &[(&str, Vec<f32>)],
+    dir: &Path,
+) -> PathBuf {
+    let file = GgufFile::open(src).unwrap();
+    let mut metadata: Vec<(String, Value)> = file
+        .metadata()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    edit(&mut metadata);
+    let mut w = GgufWriter::new();
+    for (k, v) in metadata {
+        w = w.kv(&k, v);
+    }
+    for t in file.tensors() {
+        w = w.tensor_raw(&t.name, &t.dims, t.ty, file.tensor_bytes(t).to_vec());
+    }
+    for (name, values) in extra {
+        w = w.tensor_f32(name, &[values.len() as u64], values);
+    }
+    let path = dir.join("altered.gguf");
+    std::fs::write(&path, w.to_bytes()).unwrap();
+    path
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ropescope"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn set(key: &str, value: Value) -> impl Fn(&mut Vec<(String, Value)>) + '_ {
+    move |m: &mut Vec<(String, Value)>| {
+        m.retain(|(k, _)| k != key);
+        m.push((key.to_string(), value.clone()));
+    }
+}
+
+/// `reference` and `scan` fail naming `needle`, writing no output directory; `inspect` succeeds and, when
+/// `listed`, prints it under NOT UNDERSTOOD and in `--json`'s `not_understood`.
+fn assert_refused(path: &Path, needle: &str, listed: bool) {
+    let p = path.to_str().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("o");
+    let d = dest.to_str().unwrap();
+    for args in [
+        vec!["reference", p, "--ids", "5,6,7,8", "--out", d],
+        vec![
+            "scan", p, "--count", "1", "--length", "16", "--quiet", "--out", d,
+        ],
+    ] {
+        let r = run(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{args:?} succeeded");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!dest.join("meta.json").exists(), "{args:?} wrote output");
+    }
+    let r = run(&["inspect", p]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(text.contains("cannot run"), "{text}");
+    if listed {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("NOT UNDERSTOOD") && l.contains(needle)),
+            "{text}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_slice(&run(&["inspect", "--json", p]).stdout).unwrap();
+        assert!(j["not_understood"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v.as_str().unwrap().contains(needle)));
+    }
+}
+
+#[test]
+fn unknown_rope_key_is_refused_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        &converted("llama"),
+        set("llama.rope.scaling.alpha", Value::F32(2.0)),
+        &[],
+        dir.path(),
+    );
+    assert_refused(&path, "llama.rope.scaling.alpha", true);
+}
+
+#[test]
+fn unknown_attention_key_is_refused_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        &converted("gemma3"),
+        set("gemma3.attention.scale", Value::F32(0.1)),
+        &[],
+        dir.path(),
+    );
+    assert_refused(&path, "gemma3.attention.scale", true);
+}
+
+#[test]
+fn unimplemented_scaling_type_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        &converted("llama"),
+        set("llama.rope.scaling.type", Value::String("dynamic".into())),
+        &[],
+        dir.path(),
+    );
+    assert_refused(&path, "llama.rope.scaling.type = 'dynamic'", false);
+}
+
+#[test]
+fn yarn_key_without_yarn_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        &converted("llama-linear"),
+        set("llama.rope.scaling.yarn_beta_fast", Value::F32(16.0)),
+        &[],
+        dir.path(),
+    );
+    assert_refused(&path, "llama.rope.scaling.yarn_beta_fast", false);
+}
+
+#[test]
+fn frequency_factor_tensor_on_an_architecture_without_them_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        &converted("qwen2"),
+        |_| {},
+        &[("rope_freqs.weight", vec![1.0; 8])],
+        dir.path(),
+    );
+    assert_refused(&path, "tensor rope_freqs.weight", true);
+}
+
+#[test]
+fn block_count_below_the_blocks_in_the_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        &converted("llama"),
+        set("llama.block_count", Value::U32(1)),
+        &[],
+        dir.path(),
+    );
+    assert_refused(&path, "tensor blk.1.", true);
+}
+
+fn inspect_rope(variant: &str) -> serde_json::Value {
+    let r = run(&["inspect", "--json", converted(variant).to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert!(j["not_understood"].as_array().unwrap().is_empty(), "{j}");
+    assert!(j["problem"].is_null(), "{j}");
+    j["rope"].clone()
+}
+
+/// HF's float64 inverse frequencies of a layer type, from the fixture's meta.json.
+fn hf_inv_freq(variant: &str, case: &str, layer_type: &str, key: &str) -> Vec<f64> {
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(common::fixture(&format!(
+            "converted/{variant}/{case}/meta.json"
+        )))
+        .unwrap(),
+    )
+    .unwrap();
+    meta["rope"][layer_type][key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Relative agreement of inspect's frequencies (printed with serde's shortest round-trip form) with HF's.
+const INV_FREQ_REL: f64 = 1e-15;
+
+fn assert_close(ours: &[f64], theirs: &[f64]) {
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(theirs) {
+        assert!((a - b).abs() <= INV_FREQ_REL * b.abs(), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn inspect_reports_gemma3_4b_scaling_on_the_global_layer_only() {
+    let rope = inspect_rope("gemma3-4b");
+    assert_eq!(rope["query_pre_attn_scalar"], 24.0);
+    let types = rope["layer_types"].as_array().unwrap();
+    assert_eq!(types.len(), 2);
+    let local = &types[0];
+    assert_eq!(local["layers"], serde_json::json!([0, 1, 2, 3, 4]));
+    assert_eq!(local["scaling"]["type"], "none");
+    assert_eq!(local["window"], 16);
+    assert_close(
+        &floats(&local["inv_freq"]),
+        &hf_inv_freq("gemma3-4b", "main", "sliding_attention", "inv_freq"),
+    );
+    let global = &types[1];
+    assert_eq!(global["layers"], serde_json::json!([5]));
+    assert_eq!(global["scaling"]["type"], "linear");
+    assert_eq!(global["scaling"]["factor"], 8.0);
+    assert!(global["window"].is_null());
+    assert_close(
+        &floats(&global["inv_freq"]),
+        &hf_inv_freq("gemma3-4b", "main", "full_attention", "inv_freq"),
+    );
+}
+
+#[test]
+fn inspect_reports_longrope_short_and_long_frequencies() {
+    let rope = inspect_rope("phi3-longrope");
+    let t = &rope["layer_types"][0];
+    assert_eq!(t["scaling"]["type"], "long_rope");
+    assert_eq!(t["long_above"], 32);
+    assert_eq!(t["magnitude"], 1.3416407864998738);
+    assert_close(
+        &floats(&t["inv_freq"]),
+        &hf_inv_freq("phi3-longrope", "long", "all", "short_inv_freq"),
+    );
+    assert_close(
+        &floats(&t["inv_freq_long"]),
+        &hf_inv_freq("phi3-longrope", "long", "all", "long_inv_freq"),
+    );
+}
+
+#[test]
+fn inspect_reports_llama3_parameters_recovered_from_rope_freqs() {
+    let rope = inspect_rope("llama-llama3");
+    let t = &rope["layer_types"][0];
+    assert_eq!(t["scaling"]["type"], "llama3");
+    assert_eq!(t["scaling"]["original_context"], 64);
+    assert_eq!(t["scaling"]["factor"], 8.0);
+    assert_close(
+        &floats(&t["inv_freq"]),
+        &hf_inv_freq("llama-llama3", "main", "all", "inv_freq"),
+    );
+}
+
+#[test]
+fn inspect_reports_gemma_query_scalars_by_size() {
+    assert_eq!(inspect_rope("gemma2")["query_pre_attn_scalar"], 32.0);
+    assert_eq!(inspect_rope("gemma2-27b")["query_pre_attn_scalar"], 8.0);
+    assert!(inspect_rope("gemma")["query_pre_attn_scalar"].is_null());
+}
+
+/// `scan --count 1 --length 64` on every converted model; its `chunk_frequency.npy` holds the frequencies HF
+/// rotates by at that length (gemma3-4b's global layer scaled, phi3-longrope's long factors past 32 tokens).
+#[test]
+fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
+    let root = common::fixture("converted");
+    let mut variants: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().join("model.gguf").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    variants.sort();
+    assert_eq!(variants.len(), 15, "{variants:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    for v in &variants {
+        let out = tmp.path().join(v);
+        let r = run(&[
+            "scan",
+            converted(v).to_str().unwrap(),
+            "--count",
+            "1",
+            "--length",
+            "64",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            r.status.success(),
+            "{v}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        assert!(out.join("summary.json").is_file() && out.join("report.html").is_file());
+        let freqs = ropescope::export::npy::Array::read(&out.join("chunk_frequency.npy")).unwrap();
+        let n_chunks = freqs.shape[1];
+        let layer = |l: usize| freqs.to_f64()[l * n_chunks..(l + 1) * n_chunks].to_vec();
+        match v.as_str() {
+            "gemma3-4b" => {
+                assert_close(
+                    &layer(0),
+                    &hf_inv_freq(v, "main", "sliding_attention", "inv_freq"),
+                );
+                assert_close(
+                    &layer(5),
+                    &hf_inv_freq(v, "main", "full_attention", "inv_freq"),
+                );
+            }
+            "phi3-longrope" => {
+                assert_close(&layer(1), &hf_inv_freq(v, "long", "all", "long_inv_freq"));
+            }
+            "llama-llama3" | "llama-yarn" | "qwen2-yarn" => {
+                assert_close(&layer(0), &hf_inv_freq(v, "main", "all", "inv_freq"));
+            }
+            _ => {}
+        }
+    }
+}
