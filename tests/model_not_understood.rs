@@ -238,7 +238,7 @@ fn inspect_reports_gemma3_4b_scaling_on_the_global_layer_only() {
 fn inspect_reports_longrope_short_and_long_frequencies() {
     let rope = inspect_rope("phi3-longrope");
     let t = &rope["layer_types"][0];
-    assert_eq!(t["scaling"]["type"], "long_rope");
+    assert_eq!(t["scaling"]["type"], "longrope");
     assert_eq!(t["long_above"], 32);
     assert_eq!(t["magnitude"], 1.3416407864998738);
     assert_close(

@@ -12,6 +12,7 @@ mod minference;
 mod notebook;
 mod reference;
 mod report;
+mod rope;
 mod scan;
 mod tokenize;
 mod train;
@@ -33,6 +34,8 @@ enum Command {
     Inspect(inspect::Args),
     /// Run the model and write the golden reference (logits, attention, q/k) as .npy files.
     Reference(reference::Args),
+    /// Write a model's per-layer RoPE frequencies and float64 cos/sin tables at chosen positions as .npy files.
+    Rope(rope::Args),
     /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
     Compare(compare::Args),
     /// Scan every head: slash scores on natural and random prompts, rank, Fourier, frequency usage, cone, labels.
@@ -68,6 +71,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(args),
         Command::Reference(args) => reference::run(args),
+        Command::Rope(args) => rope::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Tokenize(args) => tokenize::run(args),

@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod compare;
 pub mod npy;
 pub mod reference;
+pub mod rope_tables;
 
 pub use atomic::write_atomic;
 

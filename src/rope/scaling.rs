@@ -57,13 +57,14 @@ impl Llama3 {
         plain_frequencies(base, rot_dim)
             .into_iter()
             .map(|g| {
-                let wavelen = 2.0 * std::f64::consts::PI / g;
+                // PyTorch evaluates `scalar / tensor` as `reciprocal(tensor) * scalar`; so does this, to the bit.
+                let wavelen = (1.0 / g) * (2.0 * std::f64::consts::PI);
                 if wavelen > low_wavelen {
                     g / s
                 } else if wavelen < high_wavelen {
                     g
                 } else {
-                    let t = (old / wavelen - a) / (b - a);
+                    let t = ((1.0 / wavelen) * old - a) / (b - a);
                     (1.0 - t) * g / s + t * g
                 }
             })
@@ -114,6 +115,7 @@ pub enum Scaling {
     /// YaRN.
     Yarn(Yarn),
     /// LongRoPE.
+    #[serde(rename = "longrope")]
     LongRope(LongRope),
 }
 
