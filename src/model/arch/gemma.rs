@@ -117,3 +117,81 @@ fn local_layers(h: &Hparams, default: impl Fn(usize) -> bool) -> Result<Vec<bool
     }
     Ok(local)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::{LayerConfig, LayerRope};
+    use crate::rope::Pairing;
+
+    /// A configuration with the sizes of a released model.
+    fn sized(n_layers: usize, n_embd: usize, n_heads: usize, head_dim: usize) -> ModelConfig {
+        let layer = LayerConfig {
+            rope: LayerRope {
+                head_dim,
+                rot_dim: head_dim,
+                base: 10_000.0,
+                pairing: Pairing::HalfSplit,
+                scaling: Scaling::None,
+            },
+            window: None,
+        };
+        ModelConfig {
+            architecture: "gemma2".into(),
+            n_layers,
+            n_embd,
+            n_ff: 1,
+            n_heads,
+            n_kv_heads: 1,
+            head_dim,
+            value_dim: head_dim,
+            vocab_size: 1,
+            context_length: 1,
+            norm_eps: 1e-6,
+            pairing: Pairing::HalfSplit,
+            layers: vec![layer; n_layers],
+            query_pre_attn_scalar: None,
+            attn_scale: 1.0,
+            attn_softcap: None,
+            final_softcap: None,
+            embed_scale: None,
+            activation: Activation::Silu,
+            qk_norm: false,
+            post_norms: false,
+        }
+    }
+
+    /// `query_pre_attn_scalar` of every released Gemma 2 and Gemma 3 size, as its HF `config.json` states it.
+    #[test]
+    fn query_scalar_of_every_released_size() {
+        let gemma2 = [
+            (26, 2304, 8, 256, 256.0),
+            (42, 3584, 16, 256, 256.0),
+            (46, 4608, 32, 128, 144.0),
+        ];
+        for (layers, embd, heads, hd, want) in gemma2 {
+            let c = with_query_scalar(sized(layers, embd, heads, hd), GEMMA2_27B_LAYERS);
+            assert_eq!(
+                c.query_pre_attn_scalar,
+                Some(want),
+                "Gemma 2, {layers} layers"
+            );
+        }
+        let gemma3 = [
+            (18, 640, 4, 256, 256.0),
+            (26, 1152, 4, 256, 256.0),
+            (34, 2560, 8, 256, 256.0),
+            (48, 3840, 16, 256, 256.0),
+            (62, 5376, 32, 128, 168.0),
+        ];
+        for (layers, embd, heads, hd, want) in gemma3 {
+            let c = with_query_scalar(sized(layers, embd, heads, hd), GEMMA3_27B_LAYERS);
+            assert_eq!(
+                c.query_pre_attn_scalar,
+                Some(want),
+                "Gemma 3, {layers} layers"
+            );
+            assert_eq!(c.attn_scale, 1.0 / want.sqrt());
+        }
+    }
+}
