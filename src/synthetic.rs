@@ -74,7 +74,7 @@ impl SyntheticModel {
         matches!(self.arch.as_str(), "qwen3" | "gemma3")
     }
     fn has_post_norms(&self) -> bool {
-        self.arch.starts_with("gemma")
+        matches!(self.arch.as_str(), "gemma2" | "gemma3")
     }
     fn fused(&self) -> bool {
         self.arch == "phi3"

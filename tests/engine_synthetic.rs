@@ -17,15 +17,19 @@ const F64_LOGITS_REL: f64 = 1e-12;
 const F64_PROBS_ABS: f64 = 1e-13;
 const F32_LOGITS_NMSE: f64 = 1e-10;
 
-const ARCHS: [&str; 7] = [
-    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3",
+const ARCHS: [&str; 8] = [
+    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
 ];
 
-/// A synthetic model for `arch` exercising its special features: a sliding window shorter than the prompt,
-/// six layers for gemma3 (so layer 5 is global), soft-capping for gemma2, partial rotary for phi3.
+/// A synthetic model for `arch` exercising its special features: a sliding window shorter than the prompt
+/// (where the architecture's GGUF has one: not Gemma 1, and not Qwen, whose HF windows apply only above
+/// `max_window_layers`, which GGUF cannot express), six layers for gemma3 (so layer 5 is global), soft-capping
+/// for gemma2, partial rotary for phi3.
 fn synth(arch: &str) -> SyntheticModel {
     let mut m = SyntheticModel::new(arch);
-    m.sliding_window = Some(5);
+    if !matches!(arch, "gemma" | "qwen2" | "qwen3") {
+        m.sliding_window = Some(5);
+    }
     if arch == "gemma3" {
         m.n_layers = 6;
     }
@@ -96,6 +100,9 @@ impl Naive {
     }
     fn gemma(&self) -> bool {
         self.arch.starts_with("gemma")
+    }
+    fn post_norms(&self) -> bool {
+        matches!(self.arch.as_str(), "gemma2" | "gemma3")
     }
 
     /// `W x` for a GGUF matrix stored as `[in, out]` (row `o` of W is `w[o*in..(o+1)*in]`).
@@ -199,11 +206,8 @@ impl Naive {
                     }
                 }
             }
-            let scale = if self.arch == "gemma3" {
-                1.0 / 16.0
-            } else {
-                1.0 / (hd as f64).sqrt()
-            };
+            // Every Gemma 2/3 size but the 27B models has query_pre_attn_scalar = head_dim.
+            let scale = 1.0 / (hd as f64).sqrt();
             let mut heads_out = vec![vec![0.0; self.h * hd]; t];
             let mut layer_probs = Vec::new();
             for head in 0..self.h {
@@ -239,7 +243,7 @@ impl Naive {
             let wo = self.t(&n("attn_output.weight"));
             for i in 0..t {
                 let mut o = Self::matvec(&wo, &heads_out[i]);
-                if self.gemma() {
+                if self.post_norms() {
                     o = Self::rms(&o, &self.t(&n("post_attention_norm.weight")));
                 }
                 x[i].iter_mut().zip(&o).for_each(|(a, b)| *a += b);
@@ -270,7 +274,7 @@ impl Naive {
                     })
                     .collect();
                 let mut f = Self::matvec(&self.t(&n("ffn_down.weight")), &act);
-                if self.gemma() {
+                if self.post_norms() {
                     f = Self::rms(&f, &self.t(&n("post_ffw_norm.weight")));
                 }
                 x[i].iter_mut().zip(&f).for_each(|(a, b)| *a += b);
