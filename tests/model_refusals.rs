@@ -1,6 +1,8 @@
-//! What a file says that ropescope does not implement is refused by name by `reference` and `scan` and listed
-//! by `inspect`, on copies of llama.cpp-converted models (`fixtures/converted/`) with one key or tensor changed;
-//! and `inspect` reports the RoPE each converted model really applies, checked against HF's own values.
+//! What a file says that ropescope does not implement, and every hyper-parameter outside its rule
+//! (`src/model/arch/validate.rs`, `gguf::hparams`), is refused by name by `reference` and `scan` before any work,
+//! on copies of llama.cpp-converted models (`fixtures/converted/`) with one key or tensor changed; `inspect`
+//! lists what it does not understand and reports the RoPE each converted model really applies, checked against
+//! HF's own values.
 
 mod common;
 
@@ -162,7 +164,18 @@ fn block_count_below_the_blocks_in_the_file_is_refused() {
         &[],
         dir.path(),
     );
-    assert_refused(&path, "tensor blk.1.", true);
+    assert_refused(
+        &path,
+        "'llama.block_count': says 1 blocks, the tensors hold 2",
+        false,
+    );
+    let r = run(&["inspect", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("NOT UNDERSTOOD  tensor blk.1.")),
+        "{text}"
+    );
 }
 
 fn inspect_rope(variant: &str) -> serde_json::Value {
@@ -327,4 +340,183 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
             _ => {}
         }
     }
+}
+
+/// Every hyper-parameter rule, each on a converted model with one key altered: (variant, key, value, what the
+/// error must say).
+#[test]
+fn every_hyper_parameter_rule_refuses_an_altered_header() {
+    let nan = f32::NAN;
+    let cases: Vec<(&str, &str, Value, &str)> = vec![
+        ("llama", "llama.block_count", Value::U32(0), "is 0"),
+        (
+            "llama",
+            "llama.block_count",
+            Value::U32(3),
+            "says 3 blocks, the tensors hold 2",
+        ),
+        (
+            "llama",
+            "llama.block_count",
+            Value::U64(1 << 40),
+            "says 1099511627776 blocks",
+        ),
+        (
+            "llama",
+            "llama.embedding_length",
+            Value::U32(0),
+            "the width is 0",
+        ),
+        (
+            "llama",
+            "llama.feed_forward_length",
+            Value::U32(0),
+            "feed-forward width is 0",
+        ),
+        (
+            "gemma",
+            "gemma.attention.key_length",
+            Value::U32(0),
+            "0 is below 2",
+        ),
+        (
+            "gemma",
+            "gemma.attention.value_length",
+            Value::U32(0),
+            "value head dimension is 0",
+        ),
+        (
+            "llama",
+            "llama.context_length",
+            Value::U32(0),
+            "the context is 0",
+        ),
+        (
+            "llama",
+            "llama.attention.layer_norm_rms_epsilon",
+            Value::F32(-1.0),
+            "-1 is not a finite positive",
+        ),
+        (
+            "llama",
+            "llama.attention.layer_norm_rms_epsilon",
+            Value::F32(nan),
+            "NaN is not a finite positive",
+        ),
+        (
+            "gemma2",
+            "gemma2.attn_logit_softcapping",
+            Value::F32(0.0),
+            "0 is not a finite positive",
+        ),
+        (
+            "gemma2",
+            "gemma2.final_logit_softcapping",
+            Value::F32(-30.0),
+            "-30 is not a finite positive",
+        ),
+        (
+            "gemma2",
+            "gemma2.attention.sliding_window",
+            Value::U32(0),
+            "a window of 0 keys",
+        ),
+        (
+            "llama-yarn",
+            "llama.rope.scaling.original_context_length",
+            Value::U32(0),
+            "original context is 0",
+        ),
+        (
+            "llama",
+            "llama.rope.freq_base",
+            Value::F32(0.0),
+            "0 is not a finite positive",
+        ),
+        (
+            "llama",
+            "llama.rope.freq_base",
+            Value::F32(-1e4),
+            "-10000 is not a finite positive",
+        ),
+        (
+            "llama",
+            "llama.rope.freq_base",
+            Value::F32(nan),
+            "NaN is not a finite positive",
+        ),
+        (
+            "llama",
+            "llama.rope.freq_base",
+            Value::F32(f32::INFINITY),
+            "inf is not a finite positive",
+        ),
+        (
+            "llama-linear",
+            "llama.rope.scaling.factor",
+            Value::F32(0.0),
+            "0 is not a finite positive",
+        ),
+        (
+            "gemma3",
+            "gemma3.rope.freq_base_swa",
+            Value::F32(nan),
+            "NaN is not a finite positive",
+        ),
+    ];
+    for (variant, key, value, needle) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = altered(
+            &converted(variant),
+            set(key, value.clone()),
+            &[],
+            dir.path(),
+        );
+        let r = run(&[
+            "reference",
+            path.to_str().unwrap(),
+            "--ids",
+            "5,6,7",
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{key} = {value:?} accepted");
+        assert!(
+            err.contains(key) && err.contains(needle),
+            "{key} = {value:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
+
+/// `reference --layers all` on 4096 tokens of SmolLM2 would keep about 72 GB of results: refused before any
+/// work, saying what it needs, what is available and which options reduce it, with no output directory.
+#[test]
+fn reference_refuses_a_capture_larger_than_memory() {
+    let model = common::model(common::SMOLLM2);
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<i64> = (0..4096).map(|i| 100 + (i * 37) % 40000).collect();
+    let ids_path = dir.path().join("ids.npy");
+    ropescope::export::npy::write(&ids_path, &[ids.len()], &ids).unwrap();
+    let out = dir.path().join("o");
+    let r = run(&[
+        "reference",
+        model.to_str().unwrap(),
+        "--ids",
+        ids_path.to_str().unwrap(),
+        "--layers",
+        "all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success());
+    assert!(
+        err.contains("a 4096-token run needs about")
+            && err.contains("MiB for the results it keeps")
+            && err.contains("MiB are available; capture fewer layers (--layers) or rows (--rows)"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }

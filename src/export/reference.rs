@@ -39,6 +39,22 @@ pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
     out
 }
 
+/// Memory the captured results of `req` take over `t` tokens: per captured layer and head the probabilities and
+/// logits of the rows, q and k before and after RoPE, the values and the head output, and the logits of the rows,
+/// plus one layer's arrays again while they are stacked for writing.
+fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) -> u64 {
+    let c = &model.config;
+    let (r, d, dv) = (req.rows.len() as u64, c.head_dim as u64, c.value_dim as u64);
+    let t = t as u64;
+    let per_head = 2 * r * t + 5 * t * d + 2 * t * dv;
+    let per_layer = c.n_heads as u64 * per_head;
+    let layers = req.layers.len() as u64 + 1;
+    let elements = layers
+        .saturating_mul(per_layer)
+        .saturating_add(r * c.vocab_size as u64);
+    elements.saturating_mul(std::mem::size_of::<T>() as u64)
+}
+
 /// Stacks per-head arrays of equal length into `[heads, ...]` and widens them to `T`'s npy type.
 fn stack<T: Copy>(records: &[&HeadRecord<T>], pick: impl Fn(&HeadRecord<T>) -> Vec<T>) -> Vec<T> {
     records.iter().flat_map(|r| pick(r)).collect()
@@ -67,7 +83,11 @@ pub fn write_reference<T: Real + npy::NpyElement>(
             req.rows.start, req.rows.end
         )));
     }
-    model.validate(ids)?;
+    model.validate_with_capture(
+        ids,
+        capture_bytes(model, t, req),
+        "; capture fewer layers (--layers) or rows (--rows)",
+    )?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let model_sha256 = sha256_file(model_path)?;
 

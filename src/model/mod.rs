@@ -66,6 +66,17 @@ impl<T: Real> Model<T> {
     /// Checks a prompt before any heavy work: non-empty, every id in the vocabulary, no longer than the
     /// context, and small enough for this machine's available memory.
     pub fn validate(&self, ids: &[u32]) -> Result<()> {
+        self.validate_with_capture(ids, 0, "")
+    }
+
+    /// [`Model::validate`] for a run that also keeps `capture_bytes` of results in memory; `reduce` says which
+    /// options reduce them (appended to the error).
+    pub fn validate_with_capture(
+        &self,
+        ids: &[u32],
+        capture_bytes: u64,
+        reduce: &str,
+    ) -> Result<()> {
         let c = &self.config;
         if ids.is_empty() {
             return Err(Error::Input("the prompt has no tokens".into()));
@@ -87,11 +98,21 @@ impl<T: Real> Model<T> {
                 c.context_length
             )));
         }
-        let need = self.activation_bytes(ids.len());
+        let work = self.activation_bytes(ids.len());
+        let need = work.saturating_add(capture_bytes);
         if let Some(avail) = available_memory() {
             if need > avail {
+                let kept = if capture_bytes > 0 {
+                    format!(
+                        " ({} MiB for the forward pass, {} MiB for the results it keeps)",
+                        work >> 20,
+                        capture_bytes >> 20
+                    )
+                } else {
+                    String::new()
+                };
                 return Err(Error::Input(format!(
-                    "a {}-token forward pass needs about {} MiB of working memory; {} MiB are available",
+                    "a {}-token run needs about {} MiB of memory{kept}; {} MiB are available{reduce}",
                     ids.len(),
                     need >> 20,
                     avail >> 20
