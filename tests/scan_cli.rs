@@ -113,15 +113,41 @@ fn unavailable_and_unknown_analyses_are_refused() {
     let run = scan(&[m, "--analyses", "slash,nonsense", "--quiet"]);
     assert!(!run.status.success());
     assert!(String::from_utf8_lossy(&run.stderr).contains("unknown analysis 'nonsense'"));
-    for name in ropescope::scan::Analysis::ALL
-        .iter()
-        .filter(|a| !a.available())
-    {
-        let run = scan(&[m, "--analyses", name.name(), "--quiet"]);
+    // Every analysis is part of this build, so none is refused as unavailable.
+    assert!(ropescope::scan::Analysis::ALL.iter().all(|a| a.available()));
+}
+
+/// Refused before any work: an output path that is a file, `--count 0`, a prompt file without text.
+#[test]
+fn scan_refuses_a_bad_request_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_model(dir.path());
+    let m = model.to_str().unwrap();
+    let file = dir.path().join("taken");
+    std::fs::write(&file, b"x").unwrap();
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, b"\n").unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec![m, "--out", file.to_str().unwrap()],
+            "is an existing file, not a directory",
+        ),
+        (
+            vec![m, "--count", "0", "--out", o],
+            "--count must be at least 1",
+        ),
+        (
+            vec![m, "--prompts", empty.to_str().unwrap(), "--out", o],
+            "holds no text",
+        ),
+    ] {
+        let run = scan(&[args.as_slice(), &["--quiet"]].concat());
         let err = String::from_utf8_lossy(&run.stderr);
-        assert!(
-            err.contains(&format!("analysis {name} is not available in this build")),
-            "{err}"
-        );
+        assert!(!run.status.success(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!out.join("summary.json").exists());
     }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }

@@ -66,6 +66,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.length == 0 {
         bail!("--length must be at least 1");
     }
+    if args.count == Some(0) {
+        bail!("--count must be at least 1");
+    }
+    check_output_location(&args.out)?;
     let params = ScanParams {
         analyses,
         delta_max: args.delta_max,
@@ -218,6 +222,9 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
             .map(|p| {
                 let t = std::fs::read_to_string(p)
                     .with_context(|| format!("reading {}", p.display()))?;
+                if t.trim().is_empty() {
+                    bail!("prompt file {} holds no text", p.display());
+                }
                 Ok((p.display().to_string(), t))
             })
             .collect::<anyhow::Result<_>>()?
@@ -226,6 +233,24 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
         .context("the model's tokenizer is needed for text prompts (or give .npy token ids)")?;
     let count = args.count.unwrap_or(texts.len());
     Ok(natural_prompts(&tokenizer, &texts, count, args.length)?)
+}
+
+/// Refuses, before any work, an output location that is an existing file or cannot be written: creates the
+/// directory and writes and removes a probe file in it.
+fn check_output_location(out: &Path) -> anyhow::Result<()> {
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "--out {} is an existing file, not a directory",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("--out {} cannot be created", out.display()))?;
+    let probe = out.join(".ropescope-write-probe");
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out {} is not writable", out.display()))?;
+    std::fs::remove_file(&probe).with_context(|| format!("removing {}", probe.display()))?;
+    Ok(())
 }
 
 /// Token ids from a `.npy` file of integers, cut to `--length`.
