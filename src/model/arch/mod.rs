@@ -7,6 +7,7 @@ mod llama;
 mod phi3;
 mod qwen;
 pub mod rope;
+pub mod validate;
 
 use super::config::{Activation, LayerConfig, LayerRope, ModelConfig};
 use crate::error::{Error, Result};
@@ -50,6 +51,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         }
     };
     let h = Hparams::from_gguf(file)?;
+    validate::check(&h, file)?;
     let base = base_config(&h, file)?;
     configure(base, &h)
 }
@@ -64,12 +66,6 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     let norm_eps = h
         .rms_eps
         .ok_or_else(|| Error::MissingKey(format!("{arch}.attention.layer_norm_rms_epsilon")))?;
-    if !(norm_eps.is_finite() && norm_eps >= 0.0) {
-        return Err(Error::BadValue {
-            key: format!("{arch}.attention.layer_norm_rms_epsilon"),
-            problem: format!("{norm_eps} is not a finite non-negative number"),
-        });
-    }
     let vocab_size = match h.vocab_size {
         Some(v) => v,
         None => file
