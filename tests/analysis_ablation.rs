@@ -129,13 +129,20 @@ fn streamed_profiles_equal_slash_scores_of_full_matrices() {
 fn bad_input_is_an_error_and_progress_counts_passes() {
     let model = known_heads_model();
     let params = AblationParams::default();
-    assert!(ablation::run(&model, &[], &params, &quiet).is_err());
-    assert!(ablation::run(&model, &prompts(1, 10), &params, &quiet).is_err()); // shorter than delta_max
+    let short = "the ablation needs prompts, each longer than delta_max";
+    assert_input_error(ablation::run(&model, &[], &params, &quiet), short);
+    assert_input_error(
+        ablation::run(&model, &prompts(1, 10), &params, &quiet),
+        short,
+    );
     let bad = AblationParams {
         p_values: vec![1.5],
         ..AblationParams::default()
     };
-    assert!(ablation::run(&model, &prompts(1, 40), &bad, &quiet).is_err());
+    assert_input_error(
+        ablation::run(&model, &prompts(1, 40), &bad, &quiet),
+        "p = 1.5 is not in [0, 1]",
+    );
     let count = std::cell::Cell::new(0);
     ablation::run(&model, &prompts(2, 20), &params, &|n| count.set(n)).unwrap();
     assert_eq!(count.get(), ablation::passes(2, &params));

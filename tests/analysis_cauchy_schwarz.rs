@@ -99,7 +99,10 @@ fn heads_outside_the_model_are_an_error_and_no_heads_is_no_pass() {
         }],
         ..CauchySchwarzParams::default()
     };
-    assert!(cauchy_schwarz::run(&model, &prompts(1, 10), &bad, &quiet).is_err());
+    assert_input_error(
+        cauchy_schwarz::run(&model, &prompts(1, 10), &bad, &quiet),
+        "is not in a model of",
+    );
     let none = CauchySchwarzParams::default();
     assert_eq!(cauchy_schwarz::passes(3, &none), 0);
     assert!(cauchy_schwarz::run(&model, &prompts(1, 10), &none, &quiet)

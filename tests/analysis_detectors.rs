@@ -180,13 +180,22 @@ fn scores_do_not_depend_on_the_thread_count() {
 #[test]
 fn bad_input_is_an_error_and_progress_counts_passes() {
     let model = known_heads_model();
-    assert!(detectors::run(&model, &[], &params(), &quiet).is_err());
-    assert!(detectors::run(&model, &[vec![BOS]], &params(), &quiet).is_err());
+    assert_input_error(
+        detectors::run(&model, &[], &params(), &quiet),
+        "the detectors need at least one prompt",
+    );
+    assert_input_error(
+        detectors::run(&model, &[vec![BOS]], &params(), &quiet),
+        "the detectors need sequences of at least 2 tokens, got 1",
+    );
     let p = DetectorParams {
         bos_token: Some(64),
         ..params()
     };
-    assert!(detectors::run(&model, &prompts(1, 10), &p, &quiet).is_err());
+    assert_input_error(
+        detectors::run(&model, &prompts(1, 10), &p, &quiet),
+        "BOS token Some(64) is outside the vocabulary",
+    );
     let count = std::cell::Cell::new(0);
     detectors::run(&model, &prompts(2, 10), &params(), &|n| count.set(n)).unwrap();
     assert_eq!(count.get(), detectors::passes(2, &params()));

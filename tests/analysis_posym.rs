@@ -71,12 +71,18 @@ fn prompts_are_cut_to_whole_blocks_and_passes_are_counted() {
     assert_eq!(r.context_lengths, vec![64, 64]);
     assert_eq!(count.get(), posym_scan::passes(2, &params));
     assert_eq!(posym_scan::passes(2, &params), 2 * 7);
-    assert!(posym_scan::run(&model, &[vec![BOS, 3, 4]], &params, &quiet).is_err());
+    assert_input_error(
+        posym_scan::run(&model, &[vec![BOS, 3, 4]], &params, &quiet),
+        "has no context of m =",
+    );
     let bad = PosymParams {
         tau: 0.0,
         ..PosymParams::default()
     };
-    assert!(posym_scan::run(&model, &[prompt(0)], &bad, &quiet).is_err());
+    assert_input_error(
+        posym_scan::run(&model, &[prompt(0)], &bad, &quiet),
+        "the block-swap scan needs prompts, m ≥ 2 and τ > 0",
+    );
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //!    `#[test] fn <test_fn>` (plain or inside a `proptest!` block);
 //! 2. every `#[test]` function in `tests/theory_*.rs` and `tests/train_*.rs` is referenced by some document
 //!    (this file, the checker itself, excepted);
-//! 3. every document is listed in `theory/README.md`.
+//! 3. every document is listed in `theory/README.md`;
+//! 4. no referenced test is `#[ignore]`d (an ignored test checks nothing in `cargo test`).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -44,11 +45,20 @@ fn test_references(doc: &str) -> Option<Vec<(String, String)>> {
 
 /// Names of the functions in `source` marked `#[test]` (attributes, comments and blank lines may sit between).
 fn test_functions(source: &str) -> BTreeSet<String> {
+    test_functions_flagged(source).0
+}
+
+/// The `#[test]` functions of `source`, and those of them also marked `#[ignore]`.
+fn test_functions_flagged(source: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut names = BTreeSet::new();
+    let mut ignored = BTreeSet::new();
     let mut pending = false;
+    let mut ignore = false;
     for line in source.lines().map(str::trim) {
         if line.starts_with("#[test]") {
             pending = true;
+        } else if pending && line.starts_with("#[ignore") {
+            ignore = true;
         } else if pending && !(line.is_empty() || line.starts_with("#[") || line.starts_with("//"))
         {
             let rest = line.trim_start_matches("pub ").trim_start_matches("async ");
@@ -57,12 +67,16 @@ fn test_functions(source: &str) -> BTreeSet<String> {
                     .chars()
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
+                if ignore {
+                    ignored.insert(name.clone());
+                }
                 names.insert(name);
             }
             pending = false;
+            ignore = false;
         }
     }
-    names
+    (names, ignored)
 }
 
 /// Every drift between `root/theory/` and `root/tests/`, one message each.
@@ -102,10 +116,15 @@ fn drift(root: &Path) -> Vec<String> {
             let source = fs::read_to_string(root.join(&file)).ok();
             if !file.starts_with("tests/") || !file.ends_with(".rs") || source.is_none() {
                 problems.push(format!("theory/{name}: no test file {file}"));
-            } else if !source.is_some_and(|s| test_functions(&s).contains(&function)) {
-                problems.push(format!(
-                    "theory/{name}: {file} has no #[test] fn {function}"
-                ));
+            } else {
+                let (tests, ignored) = test_functions_flagged(&source.unwrap_or_default());
+                if !tests.contains(&function) {
+                    problems.push(format!(
+                        "theory/{name}: {file} has no #[test] fn {function}"
+                    ));
+                } else if ignored.contains(&function) {
+                    problems.push(format!("theory/{name}: {file}::{function} is #[ignore]d"));
+                }
             }
             referenced.insert((file, function));
         }
@@ -173,6 +192,7 @@ fn drift_check_reports_each_kind_of_drift() {
         "theory/a.md: no test file tests/theory_y.rs",
         "theory/b.md has no **Tests:** line",
         "theory/c.md is not listed in theory/README.md",
+        "theory/c.md: tests/train_z.rs::trained is #[ignore]d",
         "tests/theory_x.rs::orphan is not named by any theory document",
     ];
     assert_eq!(problems.len(), expected.len(), "{problems:#?}");

@@ -72,7 +72,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 c.nmse,
                 c.max_abs,
                 c.max_ref,
-                if c.pass { "ok" } else { "OVER" }
+                match (c.pass, c.tolerance) {
+                    (true, _) => "ok",
+                    (false, None) => "NO TOLERANCE (give one with --tol)",
+                    (false, Some(_)) => "OVER",
+                }
             );
         }
         for f in &only {

@@ -142,7 +142,8 @@ pub fn compare_dirs(
             continue;
         }
         let (nmse, max_abs, max_ref) = errors(&x.to_f64(), &y.to_f64());
-        let pass = tolerance.is_none_or(|t| {
+        // An array of a kind without a tolerance cannot pass: nothing says what agreement it needs.
+        let pass = tolerance.is_some_and(|t| {
             t.nmse.is_none_or(|n| nmse <= n) && t.max_abs.is_none_or(|m| max_abs <= m)
         });
         out.push(Comparison {
@@ -168,6 +169,19 @@ mod tests {
         assert_eq!(kind_of("q_pre_L12.npy"), "q_pre");
         assert_eq!(kind_of("logits.npy"), "logits");
         assert_eq!(kind_of("k_L0.npy"), "k");
+    }
+
+    #[test]
+    fn a_kind_without_tolerance_does_not_pass() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        for d in [a.path(), b.path()] {
+            crate::export::npy::write(&d.join("extra_L0.npy"), &[2], &[1.0f64, 2.0]).unwrap();
+            crate::export::npy::write(&d.join("logits.npy"), &[2], &[1.0f64, 2.0]).unwrap();
+        }
+        let (rows, _) = compare_dirs(a.path(), b.path(), &default_tolerances()).unwrap();
+        let pass = |f: &str| rows.iter().find(|c| c.file == f).unwrap().pass;
+        assert!(pass("logits.npy"));
+        assert!(!pass("extra_L0.npy"));
     }
 
     #[test]

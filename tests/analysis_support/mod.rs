@@ -242,3 +242,11 @@ pub fn induction_model() -> Model<f64> {
     put("blk.1.attn_k.weight".into(), wk);
     Model::load(&GgufFile::from_bytes(m.to_bytes()).unwrap()).unwrap()
 }
+
+/// Asserts that `r` is an input error whose message contains `needle`.
+pub fn assert_input_error<T: std::fmt::Debug>(r: ropescope::Result<T>, needle: &str) {
+    match r {
+        Err(ropescope::Error::Input(m)) => assert!(m.contains(needle), "{m}"),
+        other => panic!("expected an input error containing {needle:?}, got {other:?}"),
+    }
+}
