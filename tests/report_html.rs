@@ -34,7 +34,10 @@ fn report_is_self_contained_and_well_formed() {
     }
     assert!(html.contains(&"0f".repeat(32)), "model hash");
     assert!(html.contains("delta_max"), "parameters");
-    assert!(html.contains("keep_fraction"), "ablation table");
+    assert!(
+        html.contains("<td>NoPE (p = 0)</td><td>3.5000</td>"),
+        "ablation variant with its loss change on a head's card"
+    );
 }
 
 #[test]
@@ -57,8 +60,40 @@ fn grid_has_one_linked_cell_per_head_and_sections_match() {
     assert!(grid.contains("title=\"L1 H0: slash(3)\""));
     assert!(grid.contains("title=\"L0 H1: sink\""));
     assert!(grid.contains("title=\"L0 H0: previous-token\""));
-    // The example's cauchy-schwarz analysis did not run.
-    assert!(html.contains("<td>cauchy-schwarz</td><td><span class=\"missing\">not run</span>"));
+    // The example's cauchy-schwarz analysis tabled L0H0 only: its card has the tables, the others name the rule.
+    let card = |l: usize, h: usize| {
+        let start = html
+            .find(&format!("<section class=\"head\" id=\"L{l}H{h}\""))
+            .unwrap();
+        &html[start..start + html[start..].find("</section>").unwrap()]
+    };
+    assert!(card(0, 0).contains("<td>cauchy-schwarz</td><td>tabled as previous_token"));
+    assert!(card(0, 0).contains("<td>(i, i−1)</td><td>60</td><td>0.5000</td>"));
+    assert!(card(1, 0).contains(
+        "<td>cauchy-schwarz</td><td><span class=\"missing\">not in this analysis's head set (the heads labelled diagonal or previous-token"
+    ));
+    assert!(
+        !html.contains(">not run<"),
+        "every analysis of the example ran"
+    );
+}
+
+#[test]
+fn warnings_open_the_page() {
+    let dir = example();
+    let path = dir.path().join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    summary["warnings"] = serde_json::json!(["cauchy-schwarz ran but tabled no head"]);
+    std::fs::write(&path, serde_json::to_vec(&summary).unwrap()).unwrap();
+    let html = report_of(dir.path());
+    let warning = html
+        .find("<li>cauchy-schwarz ran but tabled no head</li>")
+        .expect("warning shown");
+    assert!(
+        warning < html.find("<table id=\"grid\">").unwrap(),
+        "before the grid"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! `fixtures/scan/FORMAT.md` exist with their shapes, `summary.json` has every key, and unavailable analyses
 //! are refused clearly.
 
+use ropescope::analysis::ablation::{self, AblationParams};
 use ropescope::export::npy;
 use ropescope::scan::format::{Meta, Summary};
 use ropescope::synthetic::SyntheticModel;
@@ -83,6 +84,30 @@ fn scan_writes_every_file_and_summary_key() {
     }
     let summary: Summary = serde_json::from_value(raw).unwrap();
     assert_eq!(summary.heads.len(), 2 * 4);
+    for h in &summary.heads {
+        // Every analysis ran, so no head's record is null ("did not run").
+        assert!(
+            h.posym.is_some() && h.detectors.is_some(),
+            "L{}H{}",
+            h.layer,
+            h.head
+        );
+        assert!(
+            h.cauchy_schwarz.is_some() && h.ablation.is_some(),
+            "L{}H{}",
+            h.layer,
+            h.head
+        );
+        let variants = h.ablation.as_ref().unwrap()["variants"]
+            .as_array()
+            .unwrap()
+            .len();
+        let expected = ablation::passes(1, &AblationParams::default()) - 1; // minus the baseline
+        assert_eq!(
+            variants as u64, expected,
+            "every ablation variant at the head"
+        );
+    }
 
     let shape = |name: &str| npy::Array::read(&out.join(name)).unwrap().shape;
     for set in ["natural", "random"] {
@@ -150,4 +175,93 @@ fn scan_refuses_a_bad_request_before_any_work() {
         assert!(!out.join("summary.json").exists());
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
+#[test]
+fn cauchy_schwarz_alone_records_every_head_and_warns_when_it_tables_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_model(dir.path());
+    let a = write_prompt(dir.path(), "a.npy", 40);
+    let out = dir.path().join("out");
+    let run = scan(&[
+        model.to_str().unwrap(),
+        "--prompts",
+        a.to_str().unwrap(),
+        "--delta-max",
+        "5",
+        "--analyses",
+        "cauchy-schwarz",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let meta: Meta =
+        serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta.analyses,
+        ["slash", "cauchy-schwarz"],
+        "slash chooses the heads"
+    );
+    let summary: Summary =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let mut tabled = 0;
+    for h in &summary.heads {
+        let record = h.cauchy_schwarz.as_ref().expect("ran, so not null");
+        let inside = record["in_head_set"].as_bool().expect("in_head_set");
+        let chosen = h.label == "diagonal" || h.label == "previous-token";
+        assert_eq!(inside, chosen, "L{}H{} {}", h.layer, h.head, h.label);
+        if inside {
+            tabled += 1;
+            assert!(record["previous"]["n_pairs"].as_u64().unwrap() > 0);
+        } else {
+            assert!(record["head_set_rule"]
+                .as_str()
+                .unwrap()
+                .contains("diagonal"));
+        }
+        assert!(
+            h.ablation.is_none() && h.posym.is_none(),
+            "did not run: null"
+        );
+    }
+    let warned = summary
+        .warnings
+        .iter()
+        .any(|w| w.contains("cauchy-schwarz ran but tabled no head"));
+    assert_eq!(warned, tabled == 0, "{:?}", summary.warnings);
+    assert_eq!(
+        warned,
+        stderr.contains("warning: cauchy-schwarz"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_scan_without_label_analyses_warns_that_every_head_is_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_model(dir.path());
+    let a = write_prompt(dir.path(), "a.npy", 40);
+    let out = dir.path().join("out");
+    let run = scan(&[
+        model.to_str().unwrap(),
+        "--prompts",
+        a.to_str().unwrap(),
+        "--analyses",
+        "rank",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: no analysis the labels are decided from ran"),
+        "{stderr}"
+    );
+    let summary: Summary =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary.warnings.len(), 1);
+    assert!(summary.heads.iter().all(|h| h.label == "mixed"));
 }

@@ -3,6 +3,7 @@
 
 use super::args::Precision;
 use crate::export::reference::sha256_file;
+use crate::export::staged::StagedDir;
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
@@ -21,9 +22,13 @@ use std::time::Instant;
 pub struct Args {
     /// The GGUF model file.
     model: PathBuf,
-    /// Output directory (created if needed).
+    /// Output directory. It is written whole when the scan completes (until then the previous output, if any,
+    /// stays as it was); an existing non-empty directory is refused unless `--force`.
     #[arg(long, default_value = "scan-out")]
     out: PathBuf,
+    /// Replace an existing non-empty output directory (whole, when the new output is complete).
+    #[arg(long)]
+    force: bool,
     /// Prompt files instead of the built-in texts: UTF-8 text (tokenized with the model's tokenizer) or `.npy`
     /// token ids (used as they are).
     #[arg(long, num_args = 1..)]
@@ -69,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.count == Some(0) {
         bail!("--count must be at least 1");
     }
-    check_output_location(&args.out)?;
+    let staged = StagedDir::begin(&args.out, args.force)?;
     let params = ScanParams {
         analyses,
         delta_max: args.delta_max,
@@ -78,8 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ..ScanParams::default()
     };
     match args.precision {
-        Precision::F32 => run_in::<f32>(&args, &file, &params, start),
-        Precision::F64 => run_in::<f64>(&args, &file, &params, start),
+        Precision::F32 => run_in::<f32>(&args, &file, &params, start, staged),
+        Precision::F64 => run_in::<f64>(&args, &file, &params, start, staged),
     }
 }
 
@@ -88,6 +93,7 @@ fn run_in<T: Real>(
     file: &GgufFile,
     params: &ScanParams,
     start: Instant,
+    staged: StagedDir,
 ) -> anyhow::Result<()> {
     let model = Model::<T>::load(file).context("loading the model")?;
     let c = &model.config;
@@ -111,6 +117,9 @@ fn run_in<T: Real>(
     let (natural_ids, random_ids) = (ids(&natural), ids(&random));
     let bars = Bars::new(args.quiet);
     let outcome = scan::run(&model, &natural_ids, &random_ids, params, &bars)?;
+    for w in &outcome.summary.warnings {
+        eprintln!("warning: {w}");
+    }
     let title =
         format!(
         "ropescope scan of {} ({}, {} layers × {} heads, {}): {} natural{} prompts of {} tokens",
@@ -180,12 +189,22 @@ fn run_in<T: Real>(
             Vec::new()
         },
     };
-    scan::output::write(&args.out, &model, &outcome, params, &meta, &prompts, &text)?;
-    let report = crate::report::write_report(&args.out)?;
+    scan::output::write(
+        staged.path(),
+        &model,
+        &outcome,
+        params,
+        &meta,
+        &prompts,
+        &text,
+    )?;
+    crate::report::write_report(staged.path())?;
+    let out = staged.commit()?;
+    let report = out.join("report.html");
     print!("{text}");
     eprintln!(
         "wrote {} (report: {}) in {:.1} s",
-        args.out.display(),
+        out.display(),
         report.display(),
         start.elapsed().as_secs_f64()
     );
@@ -233,24 +252,6 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
         .context("the model's tokenizer is needed for text prompts (or give .npy token ids)")?;
     let count = args.count.unwrap_or(texts.len());
     Ok(natural_prompts(&tokenizer, &texts, count, args.length)?)
-}
-
-/// Refuses, before any work, an output location that is an existing file or cannot be written: creates the
-/// directory and writes and removes a probe file in it.
-fn check_output_location(out: &Path) -> anyhow::Result<()> {
-    if out.exists() && !out.is_dir() {
-        bail!(
-            "--out {} is an existing file, not a directory",
-            out.display()
-        );
-    }
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("--out {} cannot be created", out.display()))?;
-    let probe = out.join(".ropescope-write-probe");
-    std::fs::write(&probe, b"")
-        .with_context(|| format!("--out {} is not writable", out.display()))?;
-    std::fs::remove_file(&probe).with_context(|| format!("removing {}", probe.display()))?;
-    Ok(())
 }
 
 /// Token ids from a `.npy` file of integers, cut to `--length`.

@@ -6,6 +6,7 @@ use super::catalog::{self, Figure, Options};
 use super::data::ScanData;
 use super::figures::label_colour;
 use super::svg::{escape, tick_label};
+use crate::scan::external::{HEAD_SET_RULE_FIELD, IN_HEAD_SET_FIELD};
 use crate::scan::format::{HeadSummary, SlashHead};
 use serde_json::Value;
 use std::fmt::Write;
@@ -28,7 +29,8 @@ th{background:#f4f4f4}code{font-size:12px}\
 .figs{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #eee}\
 .missing{color:#888;font-style:italic;font-size:12px;padding:8px;width:360px}\
 section.head{border-top:1px solid #ddd;margin-top:14px;padding-top:4px}section.head:target{background:#fffbe6}\
-.hash{font-family:monospace;word-break:break-all}";
+.hash{font-family:monospace;word-break:break-all}\
+.warn{background:#fff0e0;border:1px solid #e0a060;padding:4px 10px;margin:8px 0}";
 
 /// The report page of a scan directory.
 pub fn render(data: &ScanData) -> String {
@@ -52,6 +54,7 @@ pub fn render(data: &ScanData) -> String {
         escape(&meta.model.architecture),
         escape(&meta.model_sha256)
     );
+    warnings(&mut out, data);
     grid(&mut out, data);
     model_wide(&mut out, data);
     out.push_str("<h2 id=\"heads\">Heads</h2>\n");
@@ -61,6 +64,18 @@ pub fn render(data: &ScanData) -> String {
     run_section(&mut out, data);
     out.push_str("</body></html>\n");
     out
+}
+
+/// The scan's warnings (`summary.json`), before anything else.
+fn warnings(out: &mut String, data: &ScanData) {
+    if data.summary.warnings.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"warn\" id=\"warnings\"><b>Warnings</b><ul>");
+    for w in &data.summary.warnings {
+        let _ = write!(out, "<li>{}</li>", escape(w));
+    }
+    out.push_str("</ul></div>\n");
 }
 
 /// A short cell text for a label.
@@ -259,11 +274,86 @@ fn head_section(out: &mut String, data: &ScanData, h: &HeadSummary, opts: Option
         let _ = write!(out, "<tr><td>{name}</td><td>");
         match v {
             Ok(Value::Null) | Err(_) => out.push_str("<span class=\"missing\">not run</span>"),
+            Ok(v) if v.get(IN_HEAD_SET_FIELD) == Some(&Value::Bool(false)) => {
+                let rule = v.get(HEAD_SET_RULE_FIELD).and_then(Value::as_str);
+                let _ = write!(
+                    out,
+                    "<span class=\"missing\">not in this analysis's head set ({})</span>",
+                    escape(rule.unwrap_or("rule not recorded"))
+                );
+            }
+            Ok(v) if name == "ablation" => ablation_scores(out, &v),
+            Ok(v) if name == "cauchy-schwarz" => cauchy_schwarz_scores(out, &v),
             Ok(v) => inline_scores(out, &v),
         }
         out.push_str("</td></tr>");
     }
     out.push_str("</table></section>\n");
+}
+
+/// A head's Cauchy–Schwarz record: mean cosines and activations of its target and other pairs.
+fn cauchy_schwarz_scores(out: &mut String, v: &Value) {
+    let _ = write!(
+        out,
+        "tabled as {}<table><tr><th>pairs</th><th>count</th><th>mean cos(q_i, k_j) after RoPE</th><th>before RoPE</th><th>mean q·k (scaled)</th><th>mean ‖q‖‖k‖ (scaled)</th></tr>",
+        escape(v["kind"].as_str().unwrap_or("?"))
+    );
+    for (field, pairs) in [
+        ("diagonal", "(i, i)"),
+        ("previous", "(i, i−1)"),
+        ("baseline", "(i, j ≤ i−2)"),
+    ] {
+        let p = &v[field];
+        let _ = write!(
+            out,
+            "<tr><td>{pairs}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            scalar(&p["n_pairs"]),
+            scalar(&p["mean_ratio"]),
+            scalar(&p["mean_pre_rope_ratio"]),
+            scalar(&p["mean_activation"]),
+            scalar(&p["mean_bound"])
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// A head's ablation record as a table: the slash peak under each variant beside the model's loss change.
+fn ablation_scores(out: &mut String, v: &Value) {
+    let (Some(baseline), Some(variants)) = (v.get("baseline"), v["variants"].as_array()) else {
+        return inline_scores(out, v);
+    };
+    out.push_str("<table><tr><th>variant</th><th>loss change (nats)</th><th>peak Δ</th><th>peak score</th><th>score change at the baseline's Δ</th></tr>");
+    let _ = write!(
+        out,
+        "<tr><td>baseline</td><td>0</td><td>{}</td><td>{}</td><td>0</td></tr>",
+        scalar(&baseline["peak_delta"]),
+        scalar(&baseline["peak_score"])
+    );
+    for r in variants {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&variant_name(&r["variant"])),
+            scalar(&r["loss_change"]),
+            scalar(&r["peak_delta"]),
+            scalar(&r["peak_score"]),
+            scalar(&r["baseline_peak_change"])
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// The name of an ablation variant (`p-RoPE p = 0.75`, `reversed p = 0.25`, `high band masked`, `NoPE`).
+pub fn variant_name(v: &Value) -> String {
+    let p = v["p"].as_f64();
+    match (v["kind"].as_str(), p) {
+        (Some("p_rope"), Some(0.0)) => "NoPE (p = 0)".into(),
+        (Some("p_rope"), Some(p)) => format!("p-RoPE p = {}", tick_label(p)),
+        (Some("reversed"), Some(p)) => format!("reversed p = {}", tick_label(p)),
+        (Some("band_masked"), _) => format!("{} band masked", v["band"].as_str().unwrap_or("?")),
+        (Some(kind), _) => kind.to_string(),
+        _ => v.to_string(),
+    }
 }
 
 /// The fields of an object as `name = value` pairs on one line (nested objects dotted).

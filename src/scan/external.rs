@@ -26,10 +26,11 @@ pub struct TabulatedHead {
 pub type Runner<T> =
     fn(&Model<T>, &[Vec<u32>], &[TabulatedHead], &dyn Fn(u64)) -> Result<serde_json::Value>;
 
-/// A multi-pass analysis: how many forward passes it makes for a number of prompts, and how to run it.
+/// A multi-pass analysis: how many forward passes it makes for a number of prompts and target heads, and how
+/// to run it.
 pub struct External<T> {
-    /// Forward passes for `n` prompts (the length of its progress bar).
-    pub passes: fn(usize) -> u64,
+    /// Forward passes for `n` prompts and the tabulated heads (the length of its progress bar).
+    pub passes: fn(usize, &[TabulatedHead]) -> u64,
     /// The analysis itself.
     pub run: Runner<T>,
 }
@@ -67,20 +68,43 @@ fn detector_fields(r: &detectors::DetectorReport) -> Result<serde_json::Value> {
     Ok(serde_json::Value::Object(out))
 }
 
+/// The Cauchy–Schwarz parameters for the tabulated heads: the `diagonal` and `previous-token` ones.
+fn cauchy_schwarz_params(heads: &[TabulatedHead]) -> cauchy_schwarz::CauchySchwarzParams {
+    let heads = heads
+        .iter()
+        .filter_map(|h| {
+            let kind = match h.kind.as_str() {
+                "diagonal" => cauchy_schwarz::HeadKind::Diagonal,
+                "previous-token" => cauchy_schwarz::HeadKind::PreviousToken,
+                _ => return None,
+            };
+            Some(cauchy_schwarz::TargetHead {
+                layer: h.layer,
+                head: h.head,
+                kind,
+            })
+        })
+        .collect();
+    cauchy_schwarz::CauchySchwarzParams {
+        heads,
+        ..Default::default()
+    }
+}
+
 /// The multi-pass analyses present in this build.
 fn runners<T: Real>() -> Vec<(Analysis, External<T>)> {
     vec![
         (
             Analysis::Posym,
             External {
-                passes: |n| posym_scan::passes(n, &Default::default()),
+                passes: |n, _| posym_scan::passes(n, &Default::default()),
                 run: |m, p, _, bar| json(posym_scan::run(m, p, &Default::default(), bar)?),
             },
         ),
         (
             Analysis::Detectors,
             External {
-                passes: |n| detectors::passes(n, &Default::default()),
+                passes: |n, _| detectors::passes(n, &Default::default()),
                 run: |m, p, _, bar| {
                     detector_fields(&detectors::run(m, p, &Default::default(), bar)?)
                 },
@@ -89,35 +113,21 @@ fn runners<T: Real>() -> Vec<(Analysis, External<T>)> {
         (
             Analysis::CauchySchwarz,
             External {
-                passes: |n| cauchy_schwarz::passes(n, &Default::default()),
+                passes: |n, heads| cauchy_schwarz::passes(n, &cauchy_schwarz_params(heads)),
                 run: |m, p, heads, bar| {
-                    let heads = heads
-                        .iter()
-                        .filter_map(|h| {
-                            let kind = match h.kind.as_str() {
-                                "diagonal" => cauchy_schwarz::HeadKind::Diagonal,
-                                "previous-token" => cauchy_schwarz::HeadKind::PreviousToken,
-                                _ => return None,
-                            };
-                            Some(cauchy_schwarz::TargetHead {
-                                layer: h.layer,
-                                head: h.head,
-                                kind,
-                            })
-                        })
-                        .collect();
-                    let params = cauchy_schwarz::CauchySchwarzParams {
-                        heads,
-                        ..Default::default()
-                    };
-                    json(cauchy_schwarz::run(m, p, &params, bar)?)
+                    json(cauchy_schwarz::run(
+                        m,
+                        p,
+                        &cauchy_schwarz_params(heads),
+                        bar,
+                    )?)
                 },
             },
         ),
         (
             Analysis::Ablation,
             External {
-                passes: |n| ablation::passes(n, &Default::default()),
+                passes: |n, _| ablation::passes(n, &Default::default()),
                 run: |m, p, _, bar| json(ablation::run(m, p, &Default::default(), bar)?),
             },
         ),
@@ -150,6 +160,87 @@ pub fn runner<T: Real>(a: Analysis) -> Option<External<T>> {
         .map(|(_, r)| r)
 }
 
+/// Field of a per-head record that says whether the analysis covered the head (Cauchy–Schwarz, which runs on a
+/// chosen set of heads).
+pub const IN_HEAD_SET_FIELD: &str = "in_head_set";
+/// Field of the record of a head outside the analysis's head set: the rule that chose the set.
+pub const HEAD_SET_RULE_FIELD: &str = "head_set_rule";
+/// The rule choosing the heads of the Cauchy–Schwarz tables.
+pub const CAUCHY_SCHWARZ_HEAD_SET: &str =
+    "the heads labelled diagonal or previous-token (best slash score ≥ κ at Δ = 0 or 1, not a sink)";
+
+/// The record of head `(layer, head)` in the report of the multi-pass analysis `a`, as `summary.json` holds
+/// it (`fixtures/scan/FORMAT.md`); `None` when the report holds nothing for any head.
+pub fn head_record(
+    a: Analysis,
+    report: &serde_json::Value,
+    grid: (usize, usize),
+    (layer, head): (usize, usize),
+) -> Option<serde_json::Value> {
+    match a {
+        Analysis::CauchySchwarz => cauchy_schwarz_record(report, (layer, head)),
+        Analysis::Ablation => ablation_record(report, (layer, head)),
+        _ => head_slice(report, grid, (layer, head)),
+    }
+}
+
+/// A head's Cauchy–Schwarz tables with `in_head_set: true`, or `in_head_set: false` and the rule of the set.
+fn cauchy_schwarz_record(
+    report: &serde_json::Value,
+    (layer, head): (usize, usize),
+) -> Option<serde_json::Value> {
+    let tables = report.get("heads")?.as_array()?;
+    let is_head = |t: &&serde_json::Value| {
+        let target = &t["target"];
+        target["layer"].as_u64() == Some(layer as u64)
+            && target["head"].as_u64() == Some(head as u64)
+    };
+    let mut record = serde_json::Map::new();
+    match tables.iter().find(is_head).and_then(|t| t.as_object()) {
+        Some(table) => {
+            record.insert(IN_HEAD_SET_FIELD.into(), true.into());
+            record.insert("kind".into(), table["target"]["kind"].clone());
+            for (k, v) in table.iter().filter(|(k, _)| k.as_str() != "target") {
+                record.insert(k.clone(), v.clone());
+            }
+        }
+        None => {
+            record.insert(IN_HEAD_SET_FIELD.into(), false.into());
+            record.insert(HEAD_SET_RULE_FIELD.into(), CAUCHY_SCHWARZ_HEAD_SET.into());
+        }
+    }
+    Some(serde_json::Value::Object(record))
+}
+
+/// A head's slash peak under the baseline and under every ablation variant, with the variant's loss change.
+fn ablation_record(
+    report: &serde_json::Value,
+    (layer, head): (usize, usize),
+) -> Option<serde_json::Value> {
+    let at = |v: &serde_json::Value, field: &str| v.get(field)?.get(layer)?.get(head).cloned();
+    let peak = |v: &serde_json::Value| -> Option<serde_json::Map<String, serde_json::Value>> {
+        let mut m = serde_json::Map::new();
+        for field in ["peak_delta", "peak_score", "baseline_peak_change"] {
+            m.insert(field.into(), at(v, field)?);
+        }
+        Some(m)
+    };
+    let baseline = peak(report.get("baseline")?)?;
+    let variants = report
+        .get("variants")?
+        .as_array()?
+        .iter()
+        .map(|v| {
+            let mut m = serde_json::Map::new();
+            m.insert("variant".into(), v.get("variant")?.clone());
+            m.insert("loss_change".into(), v.get("loss_change")?.clone());
+            m.extend(peak(v)?);
+            Some(serde_json::Value::Object(m))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(serde_json::json!({"baseline": baseline, "variants": variants}))
+}
+
 /// Every field of `report` indexed `[layer][head]` (an array of `n_layers` arrays of `n_heads` values), taken
 /// at `(layer, head)`, as one object; `None` when the report has no such field.
 pub fn head_slice(
@@ -172,6 +263,42 @@ pub fn head_slice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cauchy_schwarz_record_says_whether_the_head_was_tabled() {
+        let report = serde_json::json!({"heads": [
+            {"target": {"layer": 1, "head": 2, "kind": "diagonal"}, "table": [], "diagonal": {"mean_ratio": 0.3}}
+        ]});
+        let a = Analysis::CauchySchwarz;
+        let inside = head_record(a, &report, (2, 3), (1, 2)).unwrap();
+        assert_eq!(inside[IN_HEAD_SET_FIELD], true);
+        assert_eq!(inside["kind"], "diagonal");
+        assert_eq!(inside["diagonal"]["mean_ratio"], 0.3);
+        let outside = head_record(a, &report, (2, 3), (0, 2)).unwrap();
+        assert_eq!(outside[IN_HEAD_SET_FIELD], false);
+        assert_eq!(outside[HEAD_SET_RULE_FIELD], CAUCHY_SCHWARZ_HEAD_SET);
+    }
+
+    #[test]
+    fn ablation_record_takes_each_variant_at_the_head() {
+        let per_head = |x: f64| serde_json::json!([[x, x + 1.0], [x + 2.0, x + 3.0]]);
+        let variant = |kind: &str, loss: f64, x: f64| {
+            serde_json::json!({"variant": {"kind": kind}, "loss_change": loss, "peak_delta": [[0, 1], [2, 3]],
+                               "peak_score": per_head(x), "baseline_peak_change": per_head(-x)})
+        };
+        let report = serde_json::json!({"baseline": variant("baseline", 0.0, 0.5),
+                                        "variants": [variant("nope", 3.5, 0.1)]});
+        let r = head_record(Analysis::Ablation, &report, (2, 2), (1, 0)).unwrap();
+        assert_eq!(r["baseline"]["peak_score"], 2.5);
+        assert_eq!(r["variants"][0]["variant"]["kind"], "nope");
+        assert_eq!(r["variants"][0]["loss_change"], 3.5);
+        assert_eq!(r["variants"][0]["peak_delta"], 2);
+        assert_eq!(r["variants"][0]["baseline_peak_change"], 1.9);
+        assert_eq!(
+            head_record(Analysis::Ablation, &serde_json::json!({}), (2, 2), (0, 0)),
+            None
+        );
+    }
 
     #[test]
     fn head_slice_takes_every_layer_head_field() {

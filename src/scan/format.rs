@@ -156,6 +156,10 @@ pub struct Summary {
     pub intrinsic: Option<Intrinsic>,
     /// Cone of the token embeddings (analysis `cone`).
     pub cone: Option<EmbeddingCone>,
+    /// What a reader must know before trusting the results (an analysis that ran but gave nothing; labels
+    /// decided without their analyses). Empty when all is well; absent in directories of older versions.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// One head's scores. Scores of analyses that did not run are `null`.
@@ -183,9 +187,11 @@ pub struct HeadSummary {
     pub posym: Option<serde_json::Value>,
     /// Per-head slice of the `detectors` report.
     pub detectors: Option<serde_json::Value>,
-    /// Per-head slice of the `cauchy-schwarz` report.
+    /// The head's Cauchy–Schwarz tables with `in_head_set: true`, or `in_head_set: false` and the rule that
+    /// chose the tabled heads (`head_set_rule`).
     pub cauchy_schwarz: Option<serde_json::Value>,
-    /// Per-head slice of the `ablation` report.
+    /// The head's slash peak under the baseline and every variant of the `ablation` report, with each variant's
+    /// model-wide loss change.
     pub ablation: Option<serde_json::Value>,
 }
 

@@ -110,7 +110,16 @@ pub fn run<T: Real>(
         };
         let heads = summary::tabulated_heads(&summary);
         let prompts = &natural[..natural.len().min(external::MULTI_PASS_PROMPTS)];
-        stage(a.name(), (ext.passes)(prompts.len()) as usize, &mut |bar| {
+        let passes = (ext.passes)(prompts.len(), &heads);
+        if passes == 0 {
+            // Nothing to compute (no target head): the empty report is written and warned of, with no bar.
+            external.insert(
+                a.name().to_string(),
+                (ext.run)(model, prompts, &heads, &|_| {})?,
+            );
+            continue;
+        }
+        stage(a.name(), passes as usize, &mut |bar| {
             external.insert(
                 a.name().to_string(),
                 (ext.run)(model, prompts, &heads, bar)?,

@@ -125,6 +125,10 @@ impl Analysis {
         if out.is_empty() {
             return Err(Error::Input("no analysis selected".into()));
         }
+        // Cauchy–Schwarz tables the heads the slash scores label diagonal or previous-token.
+        if out.contains(&Analysis::CauchySchwarz) && !out.contains(&Analysis::Slash) {
+            out.push(Analysis::Slash);
+        }
         out.sort();
         Ok(out)
     }
@@ -179,5 +183,19 @@ impl ScanParams {
     /// Whether `a` is selected.
     pub fn runs(&self, a: Analysis) -> bool {
         self.analyses.contains(&a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cauchy_schwarz_brings_the_slash_scores_that_choose_its_heads() {
+        assert_eq!(
+            Analysis::parse_list("cauchy-schwarz").unwrap(),
+            vec![Analysis::Slash, Analysis::CauchySchwarz]
+        );
+        assert_eq!(Analysis::parse_list("rank").unwrap(), vec![Analysis::Rank]);
     }
 }

@@ -1,6 +1,6 @@
 //! `summary.json`: every head's scores, from the measures of both prompt sets, and its label.
 
-use super::external::{head_slice, TabulatedHead};
+use super::external::{head_record, TabulatedHead, CAUCHY_SCHWARZ_HEAD_SET};
 use super::format::{
     Bands, EmbeddingCone as ConeJson, HeadCone, HeadFourier, HeadFrequency, HeadRank, HeadSlash,
     HeadSummary, Intrinsic, SlashDominantSets, SlashHead, Summary, FORMAT_VERSION,
@@ -111,6 +111,7 @@ pub fn build<T: Real>(
                 max_angle: e.max_angle,
             })
         }),
+        warnings: Vec::new(),
     }
 }
 
@@ -309,7 +310,8 @@ pub fn tabulated_heads(summary: &Summary) -> Vec<TabulatedHead> {
         .collect()
 }
 
-/// Copies each head's slice of the multi-pass reports into its summary and labels it again.
+/// Copies each head's record of the multi-pass reports into its summary, labels it again, and warns of every
+/// analysis that ran but gave no result.
 pub fn attach_external<T: Real>(
     summary: &mut Summary,
     reports: &BTreeMap<String, serde_json::Value>,
@@ -318,15 +320,60 @@ pub fn attach_external<T: Real>(
 ) {
     let grid = (model.config.n_layers, model.config.n_heads);
     for h in &mut summary.heads {
-        let slice = |name: &str| {
+        let record = |a: Analysis| {
             reports
-                .get(name)
-                .and_then(|r| head_slice(r, grid, (h.layer, h.head)))
+                .get(a.name())
+                .and_then(|r| head_record(a, r, grid, (h.layer, h.head)))
         };
-        h.posym = slice(Analysis::Posym.name());
-        h.detectors = slice(Analysis::Detectors.name());
-        h.cauchy_schwarz = slice(Analysis::CauchySchwarz.name());
-        h.ablation = slice(Analysis::Ablation.name());
+        h.posym = record(Analysis::Posym);
+        h.detectors = record(Analysis::Detectors);
+        h.cauchy_schwarz = record(Analysis::CauchySchwarz);
+        h.ablation = record(Analysis::Ablation);
         relabel(h, params);
     }
+    summary.warnings = warnings(summary, reports, params);
+}
+
+/// What a reader must know before trusting the results: analyses that ran and gave nothing, and labels made
+/// without any of the analyses they are decided from.
+fn warnings(
+    summary: &Summary,
+    reports: &BTreeMap<String, serde_json::Value>,
+    params: &ScanParams,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if ![Analysis::Slash, Analysis::Detectors, Analysis::Posym]
+        .iter()
+        .any(|&a| params.runs(a))
+    {
+        out.push(
+            "no analysis the labels are decided from ran (slash, detectors, posym): every head is labelled mixed"
+                .to_string(),
+        );
+    }
+    for name in reports.keys() {
+        let Some(a) = Analysis::ALL.into_iter().find(|a| a.name() == name) else {
+            continue;
+        };
+        let covered = summary.heads.iter().filter(|h| {
+            let record = match a {
+                Analysis::Posym => &h.posym,
+                Analysis::Detectors => &h.detectors,
+                Analysis::CauchySchwarz => &h.cauchy_schwarz,
+                _ => &h.ablation,
+            };
+            record
+                .as_ref()
+                .is_some_and(|r| r.get(super::external::IN_HEAD_SET_FIELD) != Some(&false.into()))
+        });
+        if covered.count() == 0 {
+            out.push(match a {
+                Analysis::CauchySchwarz => format!(
+                    "cauchy-schwarz ran but tabled no head: its head set is {CAUCHY_SCHWARZ_HEAD_SET}, and no head is"
+                ),
+                _ => format!("{name} ran but gave no per-head result"),
+            });
+        }
+    }
+    out
 }

@@ -2,14 +2,16 @@
 //! prompts of 32 tokens, 16×16 maps, Δmax = 8) whose statistics are computed from synthetic attention matrices
 //! exactly as `fixtures/scan/FORMAT.md` defines them, and a well-formedness check of XML.
 //!
-//! The heads: L0H0 previous-token, L0H1 sink, L0H2 positional, L1H0 slash(3), L1H1 sink, L1H2 induction. The
-//! `cauchy-schwarz` analysis did not run (its fields are null and its file absent), so every report shows one
-//! "not run" case even on the complete example. `fixtures/scan/example/` is this generator's output.
+//! The heads: L0H0 previous-token, L0H1 sink, L0H2 positional, L1H0 slash(3), L1H1 sink, L1H2 induction. Every
+//! analysis ran; `cauchy-schwarz` tabled L0H0 only, so the other heads' records say they are not in its head
+//! set. `fixtures/scan/example/` is this generator's output.
 
 #![allow(dead_code)]
 
 use ropescope::export::{npy, write_json};
+use ropescope::scan::external::head_record;
 use ropescope::scan::format::*;
+use ropescope::scan::Analysis;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -324,9 +326,16 @@ pub fn write_example(dir: &Path) {
             0.03 + 0.01 * h as f64
         }
     };
-    let ablation_head = |l: usize, h: usize| {
-        0.02 + 0.1 * f64::from(matches!(kind(l, h), Kind::Previous | Kind::Slash3))
-            + 0.01 * l as f64
+    // How much of a head's slash an ablation variant leaves: 1 for the baseline; slash heads lose theirs when
+    // the fast chunks stop rotating.
+    let kept = |variant: usize, l: usize, h: usize| {
+        let slashy = matches!(kind(l, h), Kind::Previous | Kind::Slash3);
+        [1.0, 0.6, 0.1, 0.3][variant]
+            * if slashy {
+                1.0
+            } else {
+                0.9 + 0.1 * variant as f64
+            }
     };
     let per_head = |f: &dyn Fn(usize, usize) -> f64| -> serde_json::Value {
         (0..L)
@@ -350,15 +359,49 @@ pub fn write_example(dir: &Path) {
         }),
     )
     .unwrap();
-    write_json(
-        &dir.join("ablation.json"),
-        &json!({
-            "keep_fraction": [0.25, 0.5, 0.75, 1.0], "nll_increase": [0.31, 0.12, 0.02, 0.0],
-            "logit_change": per_head(&ablation_head)
-        }),
-    )
-    .unwrap();
+    let variants = [
+        json!({"kind": "baseline"}),
+        json!({"kind": "p_rope", "p": 0.5}),
+        json!({"kind": "p_rope", "p": 0.0}),
+        json!({"kind": "band_masked", "band": "high"}),
+    ];
+    let losses = [2.0, 2.25, 5.5, 3.125];
+    let ablation_variant = |v: usize| {
+        let peak = |l: usize, h: usize| {
+            let i = idx(l, h);
+            let profile = &slash[0][i * (DMAX + 1)..(i + 1) * (DMAX + 1)];
+            let best = argmax(profile);
+            (
+                best,
+                profile[best] * kept(v, l, h),
+                profile[best] * (kept(v, l, h) - 1.0),
+            )
+        };
+        json!({
+            "variant": variants[v], "rotated_chunks": [v != 2 && v != 3, v == 0 || v == 3, v != 2, v != 2],
+            "loss": losses[v], "loss_change": losses[v] - losses[0],
+            "peak_delta": (0..L).map(|l| (0..H).map(|h| peak(l, h).0).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            "peak_score": per_head(&|l, h| peak(l, h).1),
+            "baseline_peak_change": per_head(&|l, h| peak(l, h).2)
+        })
+    };
+    let ablation = json!({
+        "n_predicted": 2 * (N - 1), "chunk_bands": ["high", "medium", "low", "low"],
+        "baseline": ablation_variant(0), "variants": (1..4).map(ablation_variant).collect::<Vec<_>>()
+    });
+    write_json(&dir.join("ablation.json"), &ablation).unwrap();
+    let pair = |n: u64, a: f64, b: f64, r: f64| json!({"n_pairs": n, "mean_activation": a, "mean_bound": b, "mean_ratio": r, "mean_pre_rope_ratio": r / 2.0});
+    let cauchy_schwarz = json!({"heads": [{
+        "target": {"layer": 0, "head": 0, "kind": "previous_token"},
+        "table": [{"position": 1, "token": 103, "diagonal_bound": 4.0, "diagonal": -1.0,
+                   "previous_bound": 5.0, "previous": 2.5}],
+        "diagonal": pair(62, -1.0, 4.0, -0.25),
+        "previous": pair(60, 2.5, 5.0, 0.5),
+        "baseline": pair(870, -0.5, 4.5, -0.125)
+    }]});
+    write_json(&dir.join("cauchy_schwarz.json"), &cauchy_schwarz).unwrap();
 
+    let record = |a, report: &serde_json::Value, l, h| head_record(a, report, (L, H), (l, h));
     let mut heads = Vec::new();
     let (mut nat, mut ran) = (Vec::new(), Vec::new());
     for l in 0..L {
@@ -445,8 +488,8 @@ pub fn write_example(dir: &Path) {
                     "previous_token": sl(0)[1],
                     "sink": sink[0][i]
                 })),
-                cauchy_schwarz: None,
-                ablation: Some(json!({"logit_change": ablation_head(l, h)})),
+                cauchy_schwarz: record(Analysis::CauchySchwarz, &cauchy_schwarz, l, h),
+                ablation: record(Analysis::Ablation, &ablation, l, h),
             });
         }
     }
@@ -480,6 +523,7 @@ pub fn write_example(dir: &Path) {
             max_angle: 1.5,
         }),
         heads,
+        warnings: Vec::new(),
     };
     write_json(&dir.join(files::SUMMARY), &summary).unwrap();
     let mut text = String::from("layer head label            best_delta best_score sink\n");
@@ -562,6 +606,7 @@ pub fn write_example(dir: &Path) {
             "cone",
             "posym",
             "detectors",
+            "cauchy-schwarz",
             "ablation",
         ]
         .map(String::from)
