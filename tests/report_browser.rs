@@ -126,3 +126,53 @@ fn report_renders_in_headless_chromium() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+/// Seconds Chromium takes to load, lay out and dump `page`, less what it takes for an empty page: the page's
+/// own load and render time (its first paint comes before the dump).
+fn render_seconds(chromium: &Path, work: &Path, page: &Path) -> f64 {
+    let blank = work.join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let time = |p: &Path, profile: &str| {
+        let start = std::time::Instant::now();
+        run(chromium, &work.join(profile), p, &["--dump-dom".into()]);
+        start.elapsed().as_secs_f64()
+    };
+    time(&blank, "warm"); // the first start pays for disk caches
+    let base = time(&blank, "blank");
+    time(page, "page") - base
+}
+
+#[test]
+fn rendered_headlines_equal_the_json_files() {
+    let Some(chromium) = chromium() else { return };
+    // The example, or a real scan directory given by ROPESCOPE_REPORT_DIR (its report is rewritten).
+    let example_dir = example();
+    let dir = std::env::var_os("ROPESCOPE_REPORT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| example_dir.path().to_path_buf());
+    let page = ropescope::report::write_report(&dir)
+        .unwrap()
+        .canonicalize()
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (dom, log) = run(
+        &chromium,
+        &work.path().join("profile"),
+        &page,
+        &["--dump-dom".into()],
+    );
+    assert!(
+        console_errors(&log).is_empty(),
+        "{:?}",
+        console_errors(&log)
+    );
+    let checked = report_support::headlines::check(&dom, &dir);
+    assert!(checked >= 8, "{checked} numbers checked");
+    let seconds = render_seconds(&chromium, work.path(), &page);
+    let size = std::fs::metadata(&page).unwrap().len();
+    eprintln!(
+        "report {} bytes, load and render {seconds:.2} s beyond an empty page",
+        size
+    );
+    assert!(seconds <= 2.0, "the page takes {seconds:.2} s to render");
+}

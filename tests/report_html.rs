@@ -186,3 +186,21 @@ fn report_command_writes_the_page() {
     assert!(status.success());
     assert!(dir.path().join(REPORT_FILE).exists());
 }
+
+#[test]
+fn findings_open_the_page_with_the_files_numbers() {
+    let dir = example();
+    let html = report_of(dir.path());
+    let checked = report_support::headlines::check(&html, dir.path());
+    assert!(checked >= 8, "{checked} numbers checked");
+    let findings = html.find("<section id=\"findings\">").unwrap();
+    assert!(
+        findings < html.find("<nav id=\"toc\">").unwrap(),
+        "findings, then contents"
+    );
+    assert!(html.find("<nav id=\"toc\">").unwrap() < html.find("<table id=\"grid\">").unwrap());
+    assert!(
+        html.contains("mean angle to the mean direction 68.8°"),
+        "cone in degrees"
+    );
+}

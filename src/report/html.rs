@@ -47,7 +47,7 @@ pub fn render(data: &ScanData) -> String {
     let _ = writeln!(
         out,
         "<h1>ropescope scan of {}</h1><p>{} layers × {} heads, {}; sha256 <span class=\"hash\">{}</span></p>\
-         <p><a href=\"#grid\">heads</a> · <a href=\"#model\">model-wide</a> · <a href=\"#run\">parameters</a></p>",
+",
         escape(&meta.model_file),
         meta.model.n_layers,
         meta.model.n_heads,
@@ -55,6 +55,8 @@ pub fn render(data: &ScanData) -> String {
         escape(&meta.model_sha256)
     );
     warnings(&mut out, data);
+    super::findings_html::render(&mut out, data);
+    contents(&mut out);
     grid(&mut out, data);
     model_wide(&mut out, data);
     out.push_str("<h2 id=\"heads\">Heads</h2>\n");
@@ -64,6 +66,21 @@ pub fn render(data: &ScanData) -> String {
     run_section(&mut out, data);
     out.push_str("</body></html>\n");
     out
+}
+
+/// The table of contents, after the findings.
+fn contents(out: &mut String) {
+    out.push_str(
+        "<nav id=\"toc\"><h2>Contents</h2><ol>\
+         <li><a href=\"#findings\">Findings</a>: <a href=\"#f-sdh\">slash-dominant heads</a> · \
+         <a href=\"#f-top\">top heads</a> · <a href=\"#f-bands\">bands</a> · \
+         <a href=\"#f-posym\">positional–symbolic</a> · <a href=\"#f-ablation\">ablation</a> · \
+         <a href=\"#f-cs\">Cauchy–Schwarz</a> · <a href=\"#f-detectors\">detectors</a> · <a href=\"#f-cone\">cone</a></li>\
+         <li><a href=\"#grid\">Head labels</a> (each cell opens the head's card)</li>\
+         <li><a href=\"#model\">Model-wide figures and tables</a></li>\
+         <li><a href=\"#heads\">Per-head cards</a></li>\
+         <li><a href=\"#run\">Run and parameters</a></li></ol></nav>\n",
+    );
 }
 
 /// The scan's warnings (`summary.json`), before anything else.
@@ -98,7 +115,7 @@ fn abbreviation(label: &str) -> String {
 /// The layer × head grid coloured by label, each cell a link to the head's section, and its legend.
 fn grid(out: &mut String, data: &ScanData) {
     let (layers, heads) = (data.meta.model.n_layers, data.meta.model.n_heads);
-    out.push_str("<h2>Head labels</h2><table id=\"grid\"><tr><th></th>");
+    out.push_str("<h2 id=\"labels\">Head labels</h2><table id=\"grid\"><tr><th></th>");
     for h in 0..heads {
         let _ = write!(out, "<th>H{h}</th>");
     }
@@ -168,24 +185,15 @@ fn figure(out: &mut String, f: &Figure) {
 
 /// Model-wide figures and tables.
 fn model_wide(out: &mut String, data: &ScanData) {
-    out.push_str("<h2 id=\"model\">Model-wide</h2><div class=\"figs\">");
-    for f in catalog::model_wide(data) {
-        figure(out, &f);
-    }
-    out.push_str("</div>\n<h3>Slash-dominant heads</h3>");
+    out.push_str("<h2 id=\"model\">Model-wide</h2><h3>Slash-dominant heads, by natural score</h3>");
     sdh_table(out, data);
     out.push_str("<h3>Intrinsic-ness (natural against random prompts)</h3>");
     optional_json(out, data.summary.intrinsic.as_ref(), "intrinsic");
-    out.push_str("<h3>Embedding cone</h3>");
-    optional_json(out, data.summary.cone.as_ref(), "cone");
-    out.push_str("<h3>p-RoPE ablation</h3>");
-    match &data.ablation {
-        Some(v) => json_html(out, v, 0),
-        None => out.push_str(
-            "<p class=\"missing\">not run: analysis `ablation` (ablation.json absent)</p>",
-        ),
+    out.push_str("<h3>Positional–symbolic plane and frequency usage</h3><div class=\"figs\">");
+    for f in catalog::model_wide(data) {
+        figure(out, &f);
     }
-    out.push('\n');
+    out.push_str("</div>\n");
 }
 
 /// A serialisable value as a table, or "not run".
@@ -221,13 +229,19 @@ fn sdh_table(out: &mut String, data: &ScanData) {
         return;
     }
     out.push_str("<table><tr><th>head</th><th>Δ</th><th>natural score</th><th>random score</th><th>natural</th><th>random</th></tr>");
-    let score = |set: usize, s: &SlashHead| {
+    let score_value = |set: usize, s: &SlashHead| {
         data.slash[set]
             .as_ref()
             .and_then(|t| t.at(&[s.layer, s.head]))
             .and_then(|v| v.get(s.delta))
-            .map_or("–".to_string(), |&v| format!("{v:.4}"))
+            .copied()
+            .unwrap_or(f64::NEG_INFINITY)
     };
+    let score = |set: usize, s: &SlashHead| match score_value(set, s) {
+        v if v.is_finite() => format!("{v:.4}"),
+        _ => "–".to_string(),
+    };
+    all.sort_by(|a, b| score_value(0, b).total_cmp(&score_value(0, a)));
     for s in &all {
         let mark = |list: &[SlashHead]| if list.contains(s) { "✓" } else { "" };
         let _ = write!(
@@ -283,12 +297,31 @@ fn head_section(out: &mut String, data: &ScanData, h: &HeadSummary, opts: Option
                 );
             }
             Ok(v) if name == "ablation" => ablation_scores(out, &v),
+            Ok(v) if name == "cone" => inline_scores(out, &degrees(&v)),
             Ok(v) if name == "cauchy-schwarz" => cauchy_schwarz_scores(out, &v),
             Ok(v) => inline_scores(out, &v),
         }
         out.push_str("</td></tr>");
     }
     out.push_str("</table></section>\n");
+}
+
+/// A record of angles in radians with each angle in degrees (the unit of the whole page).
+fn degrees(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| {
+                    let deg = x.as_f64().map(|r| format!("{:.1}°", r.to_degrees()));
+                    (
+                        k.replace("_angle", "_angle_deg"),
+                        deg.map_or(x.clone(), Value::from),
+                    )
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// A head's Cauchy–Schwarz record: mean cosines and activations of its target and other pairs.

@@ -6,6 +6,8 @@
 pub mod catalog;
 pub mod data;
 pub mod figures;
+pub mod findings;
+pub mod findings_html;
 pub mod html;
 pub mod minference;
 pub mod notebook;

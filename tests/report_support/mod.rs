@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod headlines;
+
 use ropescope::export::{npy, write_json};
 use ropescope::scan::external::head_record;
 use ropescope::scan::format::*;

@@ -1,0 +1,279 @@
+//! What a scan found, in the papers' terms, computed from `summary.json` and `ablation.json` only: slash-dominant
+//! heads per Δ on both prompt sets and their overlap, the top heads of each kind, band dominance, the
+//! positional–symbolic correlation, the ablation's loss changes, and the Cauchy–Schwarz and detector summaries.
+//! The report opens with these; every number can be recomputed from the files.
+
+use super::data::ScanData;
+use crate::scan::format::{Bands, HeadSummary, SlashHead};
+use crate::scan::summary::pearson;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Heads listed per kind in the top-heads table.
+pub const TOP_HEADS: usize = 5;
+
+/// Slash-dominant (layer, head, Δ) triples at one Δ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SdhCount {
+    /// The offset.
+    pub delta: usize,
+    /// Triples on natural prompts.
+    pub natural: usize,
+    /// Triples on random prompts.
+    pub random: usize,
+    /// Triples on both.
+    pub both: usize,
+}
+
+/// Counts per Δ (only offsets where either set has a head), natural against random prompts.
+pub fn sdh_counts(data: &ScanData) -> Option<Vec<SdhCount>> {
+    let sets = data.summary.slash_dominant.as_ref()?;
+    let at = |v: &[SlashHead], d: usize| -> BTreeSet<(usize, usize)> {
+        v.iter()
+            .filter(|s| s.delta == d)
+            .map(|s| (s.layer, s.head))
+            .collect()
+    };
+    let deltas: BTreeSet<usize> = sets
+        .natural
+        .iter()
+        .chain(&sets.random)
+        .map(|s| s.delta)
+        .collect();
+    Some(
+        deltas
+            .into_iter()
+            .map(|d| {
+                let (n, r) = (at(&sets.natural, d), at(&sets.random, d));
+                SdhCount {
+                    delta: d,
+                    natural: n.len(),
+                    random: r.len(),
+                    both: n.intersection(&r).count(),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// A kind of head and its heads sorted by the kind's score, best first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopHeads {
+    /// The label (or the label family `slash(Δ≥2)`).
+    pub kind: String,
+    /// What the score is.
+    pub score: &'static str,
+    /// `(layer, head, score)`, at most [`TOP_HEADS`].
+    pub heads: Vec<(usize, usize, f64)>,
+    /// Heads of this kind in all.
+    pub count: usize,
+}
+
+/// A number in a multi-pass record.
+fn field(record: &Option<Value>, name: &str) -> Option<f64> {
+    record.as_ref()?.get(name)?.as_f64()
+}
+
+/// The score that names a head of `kind`.
+fn kind_score(kind: &str, h: &HeadSummary) -> Option<f64> {
+    match kind {
+        "sink" => h.slash.as_ref().map(|s| s.sink),
+        "induction" => field(&h.detectors, "induction"),
+        "positional" => field(&h.posym, "s_pos"),
+        "symbolic" => field(&h.posym, "s_sym"),
+        _ => h.slash.as_ref().map(|s| s.best_score),
+    }
+}
+
+/// The top heads of every label present, by the label's score.
+pub fn top_heads(data: &ScanData) -> Vec<TopHeads> {
+    let kinds = [
+        ("previous-token", "slash score at Δ = 1"),
+        ("diagonal", "slash score at Δ = 0"),
+        ("slash(Δ≥2)", "best slash score"),
+        ("sink", "attention on key 0"),
+        ("induction", "induction score"),
+        ("positional", "s_pos"),
+        ("symbolic", "s_sym"),
+    ];
+    kinds
+        .iter()
+        .filter_map(|&(kind, score)| {
+            let of_kind = |h: &&HeadSummary| match kind {
+                "slash(Δ≥2)" => h.label.starts_with("slash("),
+                k => h.label == k,
+            };
+            let mut heads: Vec<(usize, usize, f64)> = data
+                .summary
+                .heads
+                .iter()
+                .filter(of_kind)
+                .filter_map(|h| Some((h.layer, h.head, kind_score(kind, h)?)))
+                .collect();
+            if heads.is_empty() {
+                return None;
+            }
+            heads.sort_by(|a, b| b.2.total_cmp(&a.2));
+            let count = heads.len();
+            heads.truncate(TOP_HEADS);
+            Some(TopHeads {
+                kind: kind.to_string(),
+                score,
+                heads,
+                count,
+            })
+        })
+        .collect()
+}
+
+/// Mean band shares of a group of heads.
+fn mean_bands<'a>(shares: impl Iterator<Item = &'a Bands>) -> Option<Bands> {
+    let (mut sum, mut n) = ([0.0; 3], 0usize);
+    for b in shares {
+        sum[0] += b.low;
+        sum[1] += b.medium;
+        sum[2] += b.high;
+        n += 1;
+    }
+    (n > 0).then(|| Bands {
+        low: sum[0] / n as f64,
+        medium: sum[1] / n as f64,
+        high: sum[2] / n as f64,
+    })
+}
+
+/// Band dominance: mean shares of `Σ A_l` (Fourier) and of query chunk norm (frequency), slash-dominant heads
+/// against the others.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BandDominance {
+    /// `Σ A_l` shares of SDHs and of the other heads.
+    pub amplitude: (Option<Bands>, Option<Bands>),
+    /// Query chunk-norm shares of SDHs and of the other heads.
+    pub query_norm: (Option<Bands>, Option<Bands>),
+}
+
+/// Band dominance of the scan, `None` without slash scores.
+pub fn band_dominance(data: &ScanData) -> Option<BandDominance> {
+    let heads = &data.summary.heads;
+    let sdh =
+        |h: &&HeadSummary, want: bool| h.slash.as_ref().is_some_and(|s| s.slash_dominant == want);
+    let group = |want: bool, f: fn(&HeadSummary) -> Option<&Bands>| {
+        mean_bands(heads.iter().filter(|h| sdh(h, want)).filter_map(f))
+    };
+    fn amp(h: &HeadSummary) -> Option<&Bands> {
+        h.fourier.as_ref().map(|f| &f.amplitude_shares)
+    }
+    fn qn(h: &HeadSummary) -> Option<&Bands> {
+        h.frequency.as_ref().map(|f| &f.q)
+    }
+    heads
+        .iter()
+        .any(|h| h.slash.is_some())
+        .then(|| BandDominance {
+            amplitude: (group(true, amp), group(false, amp)),
+            query_norm: (group(true, qn), group(false, qn)),
+        })
+}
+
+/// Pearson correlation over heads of `s_pos` and `s_sym`, with the number of heads; `None` without posym.
+pub fn posym_correlation(data: &ScanData) -> Option<(f64, usize)> {
+    let (p, s): (Vec<f64>, Vec<f64>) = data
+        .summary
+        .heads
+        .iter()
+        .filter_map(|h| Some((field(&h.posym, "s_pos")?, field(&h.posym, "s_sym")?)))
+        .unzip();
+    (!p.is_empty()).then(|| (pearson(&p, &s), p.len()))
+}
+
+/// The ablation's variants (`variant` object) and their loss changes, in the report's order.
+pub fn ablation_losses(data: &ScanData) -> Option<Vec<(Value, f64)>> {
+    data.ablation
+        .as_ref()?
+        .get("variants")?
+        .as_array()?
+        .iter()
+        .map(|v| Some((v.get("variant")?.clone(), v.get("loss_change")?.as_f64()?)))
+        .collect()
+}
+
+/// Cauchy–Schwarz summary of one kind of tabled head.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlignmentSummary {
+    /// `diagonal` or `previous_token`.
+    pub kind: String,
+    /// Heads tabled.
+    pub heads: usize,
+    /// Mean over those heads of the mean cosine of their target pairs after RoPE.
+    pub target_cos: f64,
+    /// Mean over those heads of the mean cosine of the pairs `j ≤ i − 2`.
+    pub other_cos: f64,
+}
+
+/// The Cauchy–Schwarz summary per kind, from the heads' records; `None` when the analysis did not run.
+pub fn alignment(data: &ScanData) -> Option<Vec<AlignmentSummary>> {
+    let records: Vec<&Value> = data
+        .summary
+        .heads
+        .iter()
+        .filter_map(|h| h.cauchy_schwarz.as_ref())
+        .collect();
+    if records.is_empty() {
+        return None;
+    }
+    let kinds = [("diagonal", "diagonal"), ("previous_token", "previous")];
+    Some(
+        kinds
+            .iter()
+            .filter_map(|&(kind, pairs)| {
+                let of_kind: Vec<&&Value> = records
+                    .iter()
+                    .filter(|r| r["in_head_set"] == true && r["kind"] == kind)
+                    .collect();
+                let mean = |f: &dyn Fn(&Value) -> Option<f64>| {
+                    of_kind.iter().filter_map(|r| f(r)).sum::<f64>() / of_kind.len() as f64
+                };
+                (!of_kind.is_empty()).then(|| AlignmentSummary {
+                    kind: kind.to_string(),
+                    heads: of_kind.len(),
+                    target_cos: mean(&|r| r[pairs]["mean_ratio"].as_f64()),
+                    other_cos: mean(&|r| r["baseline"]["mean_ratio"].as_f64()),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The detector fields summarised, with their names on the page.
+pub const DETECTOR_FIELDS: [(&str, &str); 5] = [
+    ("previous_token", "previous-token"),
+    ("induction", "induction"),
+    ("duplicate_token", "duplicate-token"),
+    ("diagonal", "diagonal"),
+    ("sink", "sink"),
+];
+
+/// Heads with a score, `(layer, head, score)`, strongest first.
+pub type RankedHeads = Vec<(usize, usize, f64)>;
+
+/// The strongest heads of each detector pattern, `(field, [(layer, head, score)])`; `None` without detectors.
+pub fn detector_tops(data: &ScanData) -> Option<Vec<(&'static str, RankedHeads)>> {
+    let heads = &data.summary.heads;
+    if heads.iter().all(|h| h.detectors.is_none()) {
+        return None;
+    }
+    Some(
+        DETECTOR_FIELDS
+            .iter()
+            .filter_map(|&(f, _)| {
+                let mut v: RankedHeads = heads
+                    .iter()
+                    .filter_map(|h| Some((h.layer, h.head, field(&h.detectors, f)?)))
+                    .collect();
+                v.sort_by(|a, b| b.2.total_cmp(&a.2));
+                v.truncate(3);
+                (!v.is_empty()).then_some((f, v))
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,262 @@
+//! The report's opening section: the findings of [`super::findings`] as tables and a chart, each head a link to
+//! its card. Elements carry ids (`sdh-counts`, `top-heads`, `posym-correlation`, `ablation-losses`, …) so that
+//! the browser test can read the rendered numbers back.
+
+use super::data::ScanData;
+use super::findings::{self, DETECTOR_FIELDS};
+use super::html::variant_name;
+use super::svg::escape;
+use crate::scan::format::Bands;
+use std::fmt::Write;
+
+/// A head as a link to its card.
+fn head_link(l: usize, h: usize) -> String {
+    format!("<a href=\"#L{l}H{h}\">L{l}H{h}</a>")
+}
+
+/// An analysis that did not run, in a findings table's place.
+fn not_run(out: &mut String, analysis: &str) {
+    let _ = write!(
+        out,
+        "<p class=\"missing\">not run: analysis `{analysis}`</p>"
+    );
+}
+
+/// The findings section.
+pub fn render(out: &mut String, data: &ScanData) {
+    out.push_str("<section id=\"findings\"><h2>Findings</h2>");
+    sdh(out, data);
+    top_heads(out, data);
+    bands(out, data);
+    posym(out, data);
+    ablation(out, data);
+    alignment(out, data);
+    detectors(out, data);
+    cone(out, data);
+    out.push_str("</section>\n");
+}
+
+fn sdh(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-sdh\">Slash-dominant heads per Δ</h3>");
+    let (Some(counts), Some(sets)) = (findings::sdh_counts(data), &data.summary.slash_dominant)
+    else {
+        return not_run(out, "slash");
+    };
+    let _ = write!(
+        out,
+        "<p>(layer, head) with mean SlashScore(Δ) ≥ κ = {} (one head may count at several Δ).</p>\
+         <table id=\"sdh-counts\"><tr><th>Δ</th><th>natural prompts</th><th>random prompts</th><th>both</th></tr>",
+        sets.kappa
+    );
+    for c in &counts {
+        let _ = write!(
+            out,
+            "<tr data-delta=\"{}\"><td>{}</td><td class=\"natural\">{}</td><td class=\"random\">{}</td><td class=\"both\">{}</td></tr>",
+            c.delta, c.delta, c.natural, c.random, c.both
+        );
+    }
+    let total = |f: fn(&findings::SdhCount) -> usize| counts.iter().map(f).sum::<usize>();
+    let _ = write!(
+        out,
+        "<tr data-delta=\"all\"><th>all</th><th class=\"natural\">{}</th><th class=\"random\">{}</th><th class=\"both\">{}</th></tr></table>",
+        total(|c| c.natural),
+        total(|c| c.random),
+        total(|c| c.both)
+    );
+    if let Some(i) = &data.summary.intrinsic {
+        let _ = write!(
+            out,
+            "<p>Natural against random prompts: Jaccard of the (layer, head, Δ) sets {:.2} (of the heads {:.2}); \
+             Pearson of all slash scores {:.2} (of each head's best {:.2}).</p>",
+            i.jaccard, i.jaccard_heads, i.pearson_all, i.pearson_best
+        );
+    }
+}
+
+fn top_heads(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-top\">Top heads of each kind</h3><table id=\"top-heads\"><tr><th>label</th><th>heads</th><th>score</th><th>strongest first</th></tr>");
+    for t in findings::top_heads(data) {
+        let heads: Vec<String> = t
+            .heads
+            .iter()
+            .map(|&(l, h, s)| {
+                format!(
+                    "<span class=\"top\">{} <span class=\"score\">{s:.3}</span></span>",
+                    head_link(l, h)
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<tr data-kind=\"{k}\"><td>{k}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            t.count,
+            escape(t.score),
+            heads.join(", "),
+            k = escape(&t.kind)
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn bands_cells(b: &Option<Bands>) -> String {
+    match b {
+        Some(b) => format!(
+            "<td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>",
+            b.low, b.medium, b.high
+        ),
+        None => "<td colspan=\"3\" class=\"missing\">not run</td>".into(),
+    }
+}
+
+fn bands(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-bands\">Band dominance</h3>");
+    let Some(d) = findings::band_dominance(data) else {
+        return not_run(out, "slash");
+    };
+    let _ = write!(
+        out,
+        "<p>Mean share per frequency band (low g &lt; {}, high g ≥ {} rad/token).</p>\
+         <table id=\"band-dominance\"><tr><th>quantity</th><th>heads</th><th>low</th><th>medium</th><th>high</th></tr>",
+        data.meta.parameters.low_band_max_frequency, data.meta.parameters.high_band_min_frequency
+    );
+    for (name, (sdh, other)) in [
+        ("Σ A_l of the logit (Fourier)", &d.amplitude),
+        ("query chunk norm", &d.query_norm),
+    ] {
+        let _ = write!(
+            out,
+            "<tr><td>{name}</td><td>slash-dominant</td>{}</tr><tr><td>{name}</td><td>others</td>{}</tr>",
+            bands_cells(sdh),
+            bands_cells(other)
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn posym(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-posym\">Positional and symbolic heads</h3>");
+    match findings::posym_correlation(data) {
+        Some((r, n)) => {
+            let _ = write!(
+                out,
+                "<p>Pearson r(s_pos, s_sym) over {n} heads: <b id=\"posym-correlation\">{r:.2}</b> \
+                 (the plane is under <a href=\"#model\">model-wide figures</a>).</p>"
+            );
+        }
+        None => not_run(out, "posym"),
+    }
+}
+
+fn ablation(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-ablation\">Frequency ablation: next-token loss change</h3>");
+    let Some(losses) = findings::ablation_losses(data) else {
+        return not_run(out, "ablation");
+    };
+    out.push_str("<div class=\"figs\"><table id=\"ablation-losses\"><tr><th>variant</th><th>loss change (nats)</th></tr>");
+    for (i, (v, change)) in losses.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<tr data-variant=\"{i}\"><td>{}</td><td class=\"loss\">{change:+.3}</td></tr>",
+            escape(&variant_name(v))
+        );
+    }
+    out.push_str("</table>");
+    ablation_chart(out, &losses);
+    out.push_str("</div>");
+}
+
+/// Horizontal bars of the loss changes, zero at a common axis.
+fn ablation_chart(out: &mut String, losses: &[(serde_json::Value, f64)]) {
+    let (label_w, bar_w, row) = (150.0, 260.0, 18.0);
+    let lo = losses.iter().map(|l| l.1).fold(0.0, f64::min);
+    let hi = losses.iter().map(|l| l.1).fold(0.0, f64::max);
+    let span = (hi - lo).max(1e-12);
+    let x = |v: f64| label_w + (v - lo) / span * bar_w;
+    let height = row * losses.len() as f64 + 24.0;
+    let _ = write!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" font-size=\"11\" font-family=\"sans-serif\">",
+        w = label_w + bar_w + 60.0
+    );
+    for (i, (v, change)) in losses.iter().enumerate() {
+        let y = 4.0 + row * i as f64;
+        let (a, b) = (x(0.0).min(x(*change)), x(0.0).max(x(*change)));
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><rect x=\"{a:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{}\">{change:+.2}</text>",
+            label_w - 4.0,
+            y + 12.0,
+            escape(&variant_name(v)),
+            (b - a).max(0.5),
+            row - 4.0,
+            if *change >= 0.0 { "#c0504d" } else { "#4f81bd" },
+            b + 3.0,
+            y + 12.0
+        );
+    }
+    let _ = write!(
+        out,
+        "<line x1=\"{z:.1}\" x2=\"{z:.1}\" y1=\"2\" y2=\"{}\" stroke=\"#333\"/><text x=\"{z:.1}\" y=\"{}\" text-anchor=\"middle\">0 nats</text></svg>",
+        height - 18.0,
+        height - 4.0,
+        z = x(0.0)
+    );
+}
+
+fn alignment(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-cs\">Cauchy–Schwarz alignment</h3>");
+    let Some(rows) = findings::alignment(data) else {
+        return not_run(out, "cauchy-schwarz");
+    };
+    if rows.is_empty() {
+        out.push_str("<p class=\"missing\">no head tabled (see the warnings)</p>");
+        return;
+    }
+    out.push_str("<p>Mean over the tabled heads of the mean cosine between q_i and k_j after RoPE.</p><table id=\"cauchy-schwarz\"><tr><th>kind</th><th>heads</th><th>target pairs</th><th>pairs j ≤ i−2</th></tr>");
+    for r in rows {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+            escape(&r.kind),
+            r.heads,
+            r.target_cos,
+            r.other_cos
+        );
+    }
+    out.push_str("</table>");
+}
+
+fn detectors(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-detectors\">Head detectors</h3>");
+    let Some(tops) = findings::detector_tops(data) else {
+        return not_run(out, "detectors");
+    };
+    out.push_str(
+        "<table id=\"detectors\"><tr><th>pattern</th><th>strongest heads (score)</th></tr>",
+    );
+    for (f, heads) in tops {
+        let name = DETECTOR_FIELDS.iter().find(|d| d.0 == f).map_or(f, |d| d.1);
+        let list: Vec<String> = heads
+            .iter()
+            .map(|&(l, h, s)| format!("{} {s:.3}", head_link(l, h)))
+            .collect();
+        let _ = write!(out, "<tr><td>{name}</td><td>{}</td></tr>", list.join(", "));
+    }
+    out.push_str("</table>");
+}
+
+fn cone(out: &mut String, data: &ScanData) {
+    out.push_str("<h3 id=\"f-cone\">Embedding cone</h3>");
+    match &data.summary.cone {
+        None => not_run(out, "cone"),
+        Some(c) => {
+            let _ = write!(
+            out,
+            "<p>Embedding cone ({} tokens): mean angle to the mean direction {:.1}°, largest {:.1}°.</p>",
+            c.n_tokens,
+            c.mean_angle.to_degrees(),
+            c.max_angle.to_degrees()
+            );
+        }
+    }
+}
