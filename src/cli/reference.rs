@@ -3,6 +3,7 @@
 use super::args::{parse_layers, parse_rows, Precision};
 use crate::export::npy::NpyElement;
 use crate::export::reference::{write_reference, ReferenceRequest};
+use crate::export::staged::StagedDir;
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
@@ -29,9 +30,13 @@ pub struct Args {
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     precision: Precision,
-    /// Output directory (created if needed).
+    /// Output directory, written whole when complete; an existing non-empty directory is refused unless
+    /// `--force`.
     #[arg(long)]
     out: PathBuf,
+    /// Replace an existing non-empty output directory (whole, when the new output is complete).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Token ids from a comma-separated list or a `.npy` file of integers.
@@ -63,13 +68,15 @@ fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> an
         None => 0..ids.len(),
     };
     model.validate(ids)?;
+    let staged = StagedDir::begin(&args.out, args.force)?;
     write_reference(
         &model,
         &args.model,
         ids,
         &ReferenceRequest { layers, rows },
-        &args.out,
+        staged.path(),
     )?;
+    staged.commit()?;
     eprintln!(
         "wrote {} ({} tokens, {})",
         args.out.display(),

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod npy;
 pub mod reference;
 pub mod rope_tables;
+pub mod staged;
 
 pub use atomic::write_atomic;
 

@@ -1,0 +1,133 @@
+//! Whole-directory outputs of `scan`: a scan killed with SIGKILL at any point leaves the previous complete
+//! output (or, for an instant of the final renames, no directory, which the next run restores), never a partial
+//! one; a second writer is refused while the first runs; an existing output is replaced only with `--force`.
+
+use ropescope::synthetic::SyntheticModel;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// A synthetic model and a prompt of 48 ids, in `dir`.
+fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
+    let model = dir.join("model.gguf");
+    std::fs::write(&model, SyntheticModel::new("qwen2").to_bytes()).unwrap();
+    let prompt = dir.join("p.npy");
+    let ids: Vec<i64> = (0..48).map(|i| (i * 7 + 3) % 64).collect();
+    ropescope::export::npy::write(&prompt, &[ids.len()], &ids).unwrap();
+    (model, prompt)
+}
+
+fn scan_command(model: &Path, prompt: &Path, out: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ropescope"));
+    c.arg("scan")
+        .arg(model)
+        .arg("--prompts")
+        .arg(prompt)
+        .args(["--delta-max", "4", "--quiet", "--out"])
+        .arg(out)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn scan(model: &Path, prompt: &Path, out: &Path, extra: &[&str]) -> Output {
+    scan_command(model, prompt, out, extra).output().unwrap()
+}
+
+/// The directory's files that a report reads, all present.
+fn complete(out: &Path) -> bool {
+    ["meta.json", "summary.json", "prompts.json", "report.html"]
+        .iter()
+        .all(|f| out.join(f).is_file())
+}
+
+#[test]
+fn a_killed_scan_leaves_the_previous_output_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, prompt) = inputs(dir.path());
+    let out = dir.path().join("out");
+    let first = scan(&model, &prompt, &out, &["--seed", "1"]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let meta = std::fs::read(out.join("meta.json")).unwrap();
+    let mut replaced = 0;
+    for delay_ms in [0, 5, 20, 50, 100, 200, 400, 800] {
+        let mut child = scan_command(&model, &prompt, &out, &["--seed", "2", "--force"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().ok(); // SIGKILL on Unix
+        child.wait().unwrap();
+        // The commit moves the old output aside for an instant: absent is allowed, incomplete never.
+        if !out.exists() {
+            continue;
+        }
+        assert!(
+            complete(&out),
+            "after {delay_ms} ms: the output is not complete"
+        );
+        let now = std::fs::read(out.join("meta.json")).unwrap();
+        if now != meta {
+            // Only a scan that ran to its end may have replaced the output.
+            assert!(finished || now.windows(10).any(|w| w == b"\"seed\": 2,"));
+            replaced += 1;
+            break;
+        }
+    }
+    // Whatever the kills interrupted, the next scan (over a stale lock) completes and replaces the output.
+    let last = scan(&model, &prompt, &out, &["--seed", "3", "--force"]);
+    assert!(
+        last.status.success(),
+        "{}",
+        String::from_utf8_lossy(&last.stderr)
+    );
+    assert!(complete(&out));
+    assert_ne!(std::fs::read(out.join("meta.json")).unwrap(), meta);
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("out") && n != "out")
+        .collect();
+    assert!(
+        left.is_empty(),
+        "left beside the output: {left:?} (replaced {replaced})"
+    );
+}
+
+#[test]
+fn a_second_writer_is_refused_and_an_existing_output_needs_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, prompt) = inputs(dir.path());
+    let out = dir.path().join("out");
+    // A lock held by a running process (this test's own).
+    let lock = dir.path().join("out.lock");
+    std::fs::write(&lock, std::process::id().to_string()).unwrap();
+    let r = scan(&model, &prompt, &out, &[]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success());
+    assert!(
+        err.contains(&format!(
+            "another ropescope (process {}) is writing",
+            std::process::id()
+        )),
+        "{err}"
+    );
+    assert!(!out.exists());
+    std::fs::remove_file(&lock).unwrap();
+
+    let r = scan(&model, &prompt, &out, &[]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r = scan(&model, &prompt, &out, &[]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success());
+    assert!(
+        err.contains("exists and is not empty") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(complete(&out));
+}
