@@ -161,36 +161,25 @@ mod tests {
         }
     }
 
-    /// `query_pre_attn_scalar` of every released Gemma 2 and Gemma 3 size, as its HF `config.json` states it.
+    /// `query_pre_attn_scalar` of every released Gemma 2 and Gemma 3 size, as its HF `config.json` states it:
+    /// (27B layer count of the family, layers, width, heads, head dim, scalar).
     #[test]
     fn query_scalar_of_every_released_size() {
-        let gemma2 = [
-            (26, 2304, 8, 256, 256.0),
-            (42, 3584, 16, 256, 256.0),
-            (46, 4608, 32, 128, 144.0),
+        let g2 = GEMMA2_27B_LAYERS;
+        let g3 = GEMMA3_27B_LAYERS;
+        let sizes = [
+            (g2, 26, 2304, 8, 256, 256.0),
+            (g2, 42, 3584, 16, 256, 256.0),
+            (g2, 46, 4608, 32, 128, 144.0),
+            (g3, 18, 640, 4, 256, 256.0),
+            (g3, 26, 1152, 4, 256, 256.0),
+            (g3, 34, 2560, 8, 256, 256.0),
+            (g3, 48, 3840, 16, 256, 256.0),
+            (g3, 62, 5376, 32, 128, 168.0),
         ];
-        for (layers, embd, heads, hd, want) in gemma2 {
-            let c = with_query_scalar(sized(layers, embd, heads, hd), GEMMA2_27B_LAYERS);
-            assert_eq!(
-                c.query_pre_attn_scalar,
-                Some(want),
-                "Gemma 2, {layers} layers"
-            );
-        }
-        let gemma3 = [
-            (18, 640, 4, 256, 256.0),
-            (26, 1152, 4, 256, 256.0),
-            (34, 2560, 8, 256, 256.0),
-            (48, 3840, 16, 256, 256.0),
-            (62, 5376, 32, 128, 168.0),
-        ];
-        for (layers, embd, heads, hd, want) in gemma3 {
-            let c = with_query_scalar(sized(layers, embd, heads, hd), GEMMA3_27B_LAYERS);
-            assert_eq!(
-                c.query_pre_attn_scalar,
-                Some(want),
-                "Gemma 3, {layers} layers"
-            );
+        for (family_27b, layers, embd, heads, hd, want) in sizes {
+            let c = with_query_scalar(sized(layers, embd, heads, hd), family_27b);
+            assert_eq!(c.query_pre_attn_scalar, Some(want), "{layers} layers");
             assert_eq!(c.attn_scale, 1.0 / want.sqrt());
         }
     }
