@@ -345,3 +345,22 @@ fn custom_alignment_is_honoured() {
     assert_eq!(file.tensor("b").unwrap().offset, 64);
     assert_eq!(file.dequantize_f32("b").unwrap(), vec![4.0, 5.0]);
 }
+
+/// Found by fuzzing (`gguf_directory`): an empty tensor in a file that ends inside the padding before the data
+/// section passed the bounds check, and reading its bytes panicked.
+#[test]
+fn empty_tensor_in_a_file_cut_before_the_data_section() {
+    let mut raw = Raw::header(3, 1, 0);
+    raw.tensor("empty", &[0], 0, 0);
+    assert!(
+        raw.0.len() % 32 != 0,
+        "the directory must end before an alignment boundary"
+    );
+    let e = raw.parse().unwrap_err();
+    assert!(matches!(e, Error::Truncated { .. }), "{e}");
+
+    raw.0.resize(raw.0.len().next_multiple_of(32), 0);
+    let file = raw.parse().expect("with its padding the file is whole");
+    let info = file.tensor("empty").unwrap();
+    assert!(file.tensor_bytes(info).is_empty());
+}

@@ -187,10 +187,12 @@ impl GgufFile {
         }
 
         let data_offset = (c.pos() as u64).div_ceil(alignment) * alignment;
-        let data_len = (buf.len() as u64).saturating_sub(data_offset);
+        // `None` when the file ends inside the padding before the data section: then even an empty tensor
+        // lies past the end.
+        let data_len = (buf.len() as u64).checked_sub(data_offset);
         for t in &tensors {
             let end = t.offset.checked_add(t.n_bytes);
-            if end.is_none_or(|e| e > data_len) {
+            if end.is_none_or(|e| data_len.is_none_or(|len| e > len)) {
                 return Err(Error::Truncated {
                     what: format!("data of tensor '{}'", t.name),
                     offset: data_offset.saturating_add(t.offset),
