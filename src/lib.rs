@@ -9,6 +9,8 @@ pub mod capture;
 pub mod cli;
 pub mod error;
 pub mod export;
+#[doc(hidden)]
+pub mod fuzz_harness;
 pub mod gguf;
 pub mod linalg;
 pub mod model;

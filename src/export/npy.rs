@@ -123,12 +123,17 @@ impl Array {
     /// Reads `path`; only C-order little-endian f32, f64, i32 and i64 arrays are accepted.
     pub fn read(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let bad = |why: &str| {
-            Error::Input(format!(
-                "{}: not a readable .npy file ({why})",
-                path.display()
-            ))
-        };
+        Self::parse(&bytes, &path.display().to_string())
+    }
+
+    /// Parses the bytes of a `.npy` file held in memory, with the same rules as [`Array::read`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        Self::parse(bytes, "in-memory array")
+    }
+
+    /// Parses `bytes`, naming `origin` in any error.
+    fn parse(bytes: &[u8], origin: &str) -> Result<Self> {
+        let bad = |why: &str| Error::Input(format!("{origin}: not a readable .npy file ({why})"));
         if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
             return Err(bad("no NUMPY magic"));
         }
