@@ -57,6 +57,10 @@ fn scan_writes_every_file_and_summary_key() {
     );
     let text = String::from_utf8(run.stdout).unwrap();
     assert!(text.contains("top heads by slash score"), "{text}");
+    assert!(
+        text.contains("columns: Δ = offset of the largest mean slash score"),
+        "legend: {text}"
+    );
 
     let meta: Meta =
         serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
@@ -260,6 +264,25 @@ fn a_scan_without_label_analyses_warns_that_every_head_is_mixed() {
         stderr.contains("warning: no analysis the labels are decided from ran"),
         "{stderr}"
     );
+    assert!(
+        !stderr.contains("scan: "),
+        "--quiet silences the log: {stderr}"
+    );
+    let logged = scan(&[
+        model.to_str().unwrap(),
+        "--prompts",
+        a.to_str().unwrap(),
+        "--analyses",
+        "rank",
+        "--out",
+        dir.path().join("logged").to_str().unwrap(),
+    ]);
+    let log = String::from_utf8_lossy(&logged.stderr);
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("scan: natural prompts done (1 steps) in "))
+        .unwrap_or_else(|| panic!("one log line per step when stderr is not a terminal: {log}"));
+    assert!(line.ends_with(" s"), "{line}");
     let summary: Summary =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary.warnings.len(), 1);

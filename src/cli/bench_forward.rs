@@ -15,7 +15,7 @@ use std::time::Instant;
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CaptureMode {
     /// Every layer's and head's q, k (pre and post RoPE), v, attention logits and probabilities over all
-    /// rows, and head outputs ([`CollectSink`] over every layer).
+    /// rows, and head outputs (a collecting sink over every layer).
     Full,
     /// Nothing beyond the output logits.
     None,

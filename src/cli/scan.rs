@@ -269,17 +269,25 @@ fn read_ids(path: &Path) -> anyhow::Result<Prompt> {
     })
 }
 
-/// One indicatif bar per stage.
+/// One indicatif bar per stage on a terminal; otherwise one log line per finished stage with its time.
+/// `--quiet` silences both.
 struct Bars {
     quiet: bool,
+    /// stderr is not a terminal: log lines instead of bars.
+    log: bool,
     current: Mutex<Option<ProgressBar>>,
+    /// The running stage: name, steps, start.
+    stage: Mutex<Option<(String, u64, Instant)>>,
 }
 
 impl Bars {
     fn new(quiet: bool) -> Self {
+        use std::io::IsTerminal;
         Self {
             quiet,
+            log: !quiet && !std::io::stderr().is_terminal(),
             current: Mutex::new(None),
+            stage: Mutex::new(None),
         }
     }
 }
@@ -288,6 +296,9 @@ impl Progress for Bars {
     fn begin(&self, stage: &str, total: u64) {
         if self.quiet {
             return;
+        }
+        if let Ok(mut s) = self.stage.lock() {
+            *s = Some((stage.to_string(), total, Instant::now()));
         }
         let bar = ProgressBar::new(total).with_message(stage.to_string());
         if let Ok(style) =
@@ -308,6 +319,14 @@ impl Progress for Bars {
         if let Ok(mut c) = self.current.lock() {
             if let Some(bar) = c.take() {
                 bar.finish();
+            }
+        }
+        if let Ok(Some((stage, total, start))) = self.stage.lock().map(|mut s| s.take()) {
+            if self.log {
+                eprintln!(
+                    "scan: {stage} done ({total} steps) in {:.1} s",
+                    start.elapsed().as_secs_f64()
+                );
             }
         }
     }

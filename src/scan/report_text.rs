@@ -70,6 +70,7 @@ pub fn render(summary: &Summary, title: &str) -> String {
                 opt(h.frequency.as_ref().map(|f| f.q.low), 2),
             );
         }
+        let _ = writeln!(out, "{LEGEND}");
         ranked.sort_by(|a, b| sink(b).total_cmp(&sink(a)));
         let sinks: Vec<String> = ranked
             .iter()
@@ -105,6 +106,12 @@ pub fn render(summary: &Summary, title: &str) -> String {
     }
     out
 }
+
+/// What the columns of the top-heads table mean.
+pub const LEGEND: &str = "  columns: Δ = offset of the largest mean slash score; natural = that score on the natural prompts; \
+random = the score at the same Δ on the random prompts;\n  q/k σ1²/Σσ² = rank-one share of the stacked pre-RoPE \
+queries/keys; A high+med = share of Σ A_l (logit Fourier amplitudes of the mean q and k) in the high and medium \
+bands;\n  Δ pred = the offset that decomposition predicts; q low-band norm = share of query chunk norm in the low band";
 
 fn best(h: &HeadSummary) -> f64 {
     h.slash.as_ref().map_or(f64::NEG_INFINITY, |s| s.best_score)
