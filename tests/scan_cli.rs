@@ -66,6 +66,25 @@ fn scan_writes_every_file_and_summary_key() {
         serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta.prompt_sets[1].lengths, vec![40, 33]);
     assert_eq!(meta.model.architecture, "qwen2");
+    let steps: Vec<&str> = meta.step_seconds.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(
+        steps,
+        [
+            "natural prompts",
+            "random prompts",
+            "cone",
+            "posym",
+            "detectors",
+            "cauchy-schwarz",
+            "ablation"
+        ]
+    );
+    let total: f64 = meta.step_seconds.iter().map(|s| s.seconds).sum();
+    assert!(
+        total > 0.0 && total <= meta.elapsed_seconds,
+        "{total} of {}",
+        meta.elapsed_seconds
+    );
     let raw: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let head = &raw["heads"][0];

@@ -180,6 +180,7 @@ fn run_in<T: Real>(
             .map(|a| a.name().to_string())
             .collect(),
         elapsed_seconds: start.elapsed().as_secs_f64(),
+        step_seconds: outcome.step_seconds.clone(),
     };
     let prompts = Prompts {
         natural: natural_ids,

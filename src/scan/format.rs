@@ -78,6 +78,18 @@ pub struct Meta {
     pub analyses: Vec<String>,
     /// Wall-clock time of the whole scan, seconds.
     pub elapsed_seconds: f64,
+    /// Wall-clock time of each step of the scan, in the order run (absent in directories of older versions).
+    #[serde(default)]
+    pub step_seconds: Vec<StepTime>,
+}
+
+/// The time one step of a scan took.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StepTime {
+    /// The step: `natural prompts`, `random prompts`, `cone`, or a multi-pass analysis's name.
+    pub step: String,
+    /// Wall-clock seconds.
+    pub seconds: f64,
 }
 
 /// Shape of the scanned model.

@@ -57,6 +57,8 @@ pub struct ScanOutcome {
     pub external: BTreeMap<String, serde_json::Value>,
     /// The per-head summary.
     pub summary: format::Summary,
+    /// Wall-clock time of each step, in the order run.
+    pub step_seconds: Vec<format::StepTime>,
 }
 
 /// The work of one stage, given its progress callback.
@@ -71,10 +73,19 @@ pub fn run<T: Real>(
     params: &ScanParams,
     progress: &dyn Progress,
 ) -> Result<ScanOutcome> {
+    let times = std::cell::RefCell::new(Vec::new());
+    let timed = |name: &str, start: std::time::Instant| {
+        times.borrow_mut().push(format::StepTime {
+            step: name.to_string(),
+            seconds: start.elapsed().as_secs_f64(),
+        });
+    };
     let stage = |name: &str, total: usize, f: &mut StageBody<'_>| {
+        let start = std::time::Instant::now();
         progress.begin(name, total as u64);
         let r = f(&|n| progress.set(n));
         progress.end();
+        timed(name, start);
         r
     };
     let mut natural_m = None;
@@ -113,6 +124,7 @@ pub fn run<T: Real>(
         let passes = (ext.passes)(prompts.len(), &heads);
         if passes == 0 {
             // Nothing to compute (no target head): the empty report is written and warned of, with no bar.
+            timed(a.name(), std::time::Instant::now());
             external.insert(
                 a.name().to_string(),
                 (ext.run)(model, prompts, &heads, &|_| {})?,
@@ -134,6 +146,7 @@ pub fn run<T: Real>(
         cone,
         external,
         summary,
+        step_seconds: times.into_inner(),
     })
 }
 

@@ -614,6 +614,10 @@ pub fn write_example(dir: &Path) {
         .map(String::from)
         .to_vec(),
         elapsed_seconds: 1.5,
+        step_seconds: vec![StepTime {
+            step: "natural prompts".into(),
+            seconds: 1.25,
+        }],
     };
     write_json(&dir.join(files::META), &meta).unwrap();
 }
