@@ -24,6 +24,9 @@ fn help_texts_have_no_rustdoc_links() {
     assert!(commands.contains(&"bench-forward"), "{top}");
     for c in commands {
         let text = help(&[c, "--help"]);
-        assert!(!text.contains("[`"), "{c} --help shows a rustdoc link:\n{text}");
+        assert!(
+            !text.contains("[`"),
+            "{c} --help shows a rustdoc link:\n{text}"
+        );
     }
 }
