@@ -520,3 +520,34 @@ fn reference_refuses_a_capture_larger_than_memory() {
     );
     assert!(!out.exists());
 }
+
+/// `expert_count = 0` (written by some converters for dense models) is accepted; any other value is a mixture
+/// of experts and refused.
+#[test]
+fn expert_count_zero_is_dense_and_other_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dense = altered(
+        &converted("llama"),
+        set("llama.expert_count", Value::U32(0)),
+        &[],
+        dir.path(),
+    );
+    let out = dir.path().join("o");
+    let r = run(&[
+        "reference",
+        dense.to_str().unwrap(),
+        "--ids",
+        "5,6,7",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let moe = altered(
+        &converted("llama"),
+        set("llama.expert_count", Value::U32(8)),
+        &[],
+        dir.path(),
+    );
+    assert_refused(&moe, "key llama.expert_count", true);
+}

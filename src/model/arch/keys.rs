@@ -32,6 +32,10 @@ const COMMON_KEYS: &[&str] = &[
     "rope.scaling.yarn_attn_factor",
 ];
 
+/// Keys every architecture accepts only at the value 0, where they say the model is dense (some converters
+/// write `expert_count = 0` for models without experts); any other value is a mixture of experts.
+const ZERO_ONLY_KEYS: &[&str] = &["expert_count", "expert_used_count"];
+
 /// Tensors outside the blocks every architecture may have (`output.weight` is absent when tied).
 const COMMON_TENSORS: &[&str] = &["token_embd.weight", "output_norm.weight", "output.weight"];
 
@@ -162,9 +166,15 @@ pub fn not_understood(file: &GgufFile) -> Vec<String> {
     else {
         return Vec::new();
     };
+    let dense = |k: &str, v: &crate::gguf::Value| {
+        k.strip_prefix(arch)
+            .and_then(|k| k.strip_prefix('.'))
+            .is_some_and(|suffix| ZERO_ONLY_KEYS.contains(&suffix))
+            && v.as_u64() == Some(0)
+    };
     let mut out: Vec<String> = file
         .metadata()
-        .filter(|(k, _)| key_understood(arch, k) == Some(false))
+        .filter(|(k, v)| key_understood(arch, k) == Some(false) && !dense(k, v))
         .map(|(k, _)| format!("key {k}"))
         .collect();
     out.extend(
