@@ -65,10 +65,27 @@ pub enum Error {
         expected: String,
     },
 
-    // ---- model input ----
-    /// Input the model cannot run on (empty prompt, unknown token id, longer than the context or memory).
+    // ---- requests and data files ----
+    /// An argument or request the command cannot honour: an empty prompt, a token id outside the vocabulary, a
+    /// layer the model does not have, an output path that is a file.
     #[error("{0}")]
-    Input(String),
+    Argument(String),
+    /// A data file other than the model (a scan directory's JSON or `.npy` files, a reference directory) whose
+    /// content is invalid or does not fit the rest of the directory.
+    #[error("{0}")]
+    BadData(String),
+    /// A valid input that asks for something ropescope does not do (the message names it).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Not enough of a resource to go on: memory, a size limit, an output another writer holds locked.
+    #[error("{0}")]
+    Resource(String),
+    /// Two references compared differ beyond their tolerances (the comparison itself ran).
+    #[error("{0}")]
+    Mismatch(String),
+    /// A failure that is a defect of ropescope, not of its input (a value that cannot be serialised).
+    #[error("internal error: {0}")]
+    Internal(String),
 
     // ---- model metadata ----
     /// A required metadata key is absent.
@@ -94,15 +111,74 @@ pub enum Error {
     },
 
     // ---- tokenizer ----
-    /// A tokenizer the metadata describes but ropescope cannot build, or ids it cannot decode.
+    /// A tokenizer the metadata describes but ropescope does not implement.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+}
+
+/// What kind of failure an [`Error`] is, for callers that act on the kind rather than the message; each kind
+/// has its own process exit code (the README's table lists them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Two references differ beyond tolerance ([`Error::Mismatch`]). Exit code 1.
+    Mismatch,
+    /// A bad argument or request ([`Error::Argument`]); clap's own usage errors share the code. Exit code 2.
+    Argument,
+    /// A model or data file that is malformed, truncated or inconsistent. Exit code 3.
+    BadFile,
+    /// A valid input ropescope does not implement, refused by name. Exit code 4.
+    Unsupported,
+    /// Not enough memory, a size limit, or an output locked by another writer. Exit code 5.
+    Resource,
+    /// An operating-system error on a named file. Exit code 6.
+    Io,
+    /// A defect of ropescope. Exit code 7.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The process exit code of the command line for this kind of failure (0 is success).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Mismatch => 1,
+            ErrorKind::Argument => 2,
+            ErrorKind::BadFile => 3,
+            ErrorKind::Unsupported => 4,
+            ErrorKind::Resource => 5,
+            ErrorKind::Io => 6,
+            ErrorKind::Internal => 7,
+        }
+    }
 }
 
 /// Result type of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The kind of this failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { .. } => ErrorKind::Io,
+            Error::BadMagic { .. }
+            | Error::Truncated { .. }
+            | Error::Malformed(_)
+            | Error::MissingTensor(_)
+            | Error::Shape { .. }
+            | Error::MissingKey(_)
+            | Error::BadValue { .. }
+            | Error::BadData(_) => ErrorKind::BadFile,
+            Error::UnsupportedVersion(_)
+            | Error::UnsupportedType { .. }
+            | Error::NotImplemented { .. }
+            | Error::Tokenizer(_)
+            | Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Argument(_) => ErrorKind::Argument,
+            Error::Resource(_) => ErrorKind::Resource,
+            Error::Mismatch(_) => ErrorKind::Mismatch,
+            Error::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

@@ -24,4 +24,4 @@ pub mod theory;
 pub mod tokenizer;
 pub mod train;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};

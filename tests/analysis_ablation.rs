@@ -130,8 +130,8 @@ fn bad_input_is_an_error_and_progress_counts_passes() {
     let model = known_heads_model();
     let params = AblationParams::default();
     let short = "the ablation needs prompts, each longer than delta_max";
-    assert_input_error(ablation::run(&model, &[], &params, &quiet), short);
-    assert_input_error(
+    assert_argument_error(ablation::run(&model, &[], &params, &quiet), short);
+    assert_argument_error(
         ablation::run(&model, &prompts(1, 10), &params, &quiet),
         short,
     );
@@ -139,7 +139,7 @@ fn bad_input_is_an_error_and_progress_counts_passes() {
         p_values: vec![1.5],
         ..AblationParams::default()
     };
-    assert_input_error(
+    assert_argument_error(
         ablation::run(&model, &prompts(1, 40), &bad, &quiet),
         "p = 1.5 is not in [0, 1]",
     );

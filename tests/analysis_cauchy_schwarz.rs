@@ -99,7 +99,7 @@ fn heads_outside_the_model_are_an_error_and_no_heads_is_no_pass() {
         }],
         ..CauchySchwarzParams::default()
     };
-    assert_input_error(
+    assert_argument_error(
         cauchy_schwarz::run(&model, &prompts(1, 10), &bad, &quiet),
         "is not in a model of",
     );

@@ -180,11 +180,11 @@ fn scores_do_not_depend_on_the_thread_count() {
 #[test]
 fn bad_input_is_an_error_and_progress_counts_passes() {
     let model = known_heads_model();
-    assert_input_error(
+    assert_argument_error(
         detectors::run(&model, &[], &params(), &quiet),
         "the detectors need at least one prompt",
     );
-    assert_input_error(
+    assert_argument_error(
         detectors::run(&model, &[vec![BOS]], &params(), &quiet),
         "the detectors need sequences of at least 2 tokens, got 1",
     );
@@ -192,7 +192,7 @@ fn bad_input_is_an_error_and_progress_counts_passes() {
         bos_token: Some(64),
         ..params()
     };
-    assert_input_error(
+    assert_argument_error(
         detectors::run(&model, &prompts(1, 10), &p, &quiet),
         "BOS token Some(64) is outside the vocabulary",
     );

@@ -71,7 +71,7 @@ fn prompts_are_cut_to_whole_blocks_and_passes_are_counted() {
     assert_eq!(r.context_lengths, vec![64, 64]);
     assert_eq!(count.get(), posym_scan::passes(2, &params));
     assert_eq!(posym_scan::passes(2, &params), 2 * 7);
-    assert_input_error(
+    assert_argument_error(
         posym_scan::run(&model, &[vec![BOS, 3, 4]], &params, &quiet),
         "has no context of m =",
     );
@@ -79,7 +79,7 @@ fn prompts_are_cut_to_whole_blocks_and_passes_are_counted() {
         tau: 0.0,
         ..PosymParams::default()
     };
-    assert_input_error(
+    assert_argument_error(
         posym_scan::run(&model, &[prompt(0)], &bad, &quiet),
         "the block-swap scan needs prompts, m ≥ 2 and τ > 0",
     );

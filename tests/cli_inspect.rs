@@ -71,17 +71,17 @@ fn bad_paths_give_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let not_gguf = dir.path().join("notes.txt");
     std::fs::write(&not_gguf, "hello, not a model\n").unwrap();
-    for (path, needle) in [
-        (dir.path().join("missing.gguf"), "No such file"),
-        (not_gguf, "not a GGUF file"),
+    for (path, needle, code) in [
+        (dir.path().join("missing.gguf"), "No such file", 6),
+        (not_gguf, "not a GGUF file", 3),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ropescope"))
             .arg("inspect")
             .arg(&path)
             .output()
             .unwrap();
-        assert!(!out.status.success());
         let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(code), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{err}");
     }

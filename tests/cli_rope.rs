@@ -247,11 +247,11 @@ fn phi3_longrope_factors_follow_the_length() {
     }
 }
 
-/// A refused request exits non-zero with one line on stderr naming the problem, and writes nothing.
-fn assert_refused(args: &[&str], out: &Path, needle: &str) {
+/// A refused request exits with `code` and one line on stderr naming the problem, and writes nothing.
+fn assert_refused(args: &[&str], out: &Path, needle: &str, code: i32) {
     let o = rope(args);
-    assert!(!o.status.success());
     let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(code), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(needle), "{err}");
     assert!(!out.exists(), "{} was created", out.display());
@@ -264,20 +264,27 @@ fn bad_requests_are_refused_before_writing() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("tables");
     let out_s = out.to_str().unwrap();
-    for (positions, length, needle) in [
-        ("0..4,2", None, "position 2 is given twice"),
-        ("5,0..8", None, "position 5 is given twice"),
-        ("0..8", Some("7"), "length 7 does not cover position 7"),
-        ("3,20", Some("20"), "length 20 does not cover position 20"),
-        ("", None, "no positions"),
-        ("4..4", None, "empty range"),
-        ("0..100000000000", None, "1 GiB"),
+    // Exit 2 for a bad argument, 5 for tables over the size limit.
+    for (positions, length, needle, code) in [
+        ("0..4,2", None, "position 2 is given twice", 2),
+        ("5,0..8", None, "position 5 is given twice", 2),
+        ("0..8", Some("7"), "length 7 does not cover position 7", 2),
+        (
+            "3,20",
+            Some("20"),
+            "length 20 does not cover position 20",
+            2,
+        ),
+        ("", None, "no positions", 2),
+        ("4..4", None, "empty range", 2),
+        ("x", None, "'x' is not a position", 2),
+        ("0..100000000000", None, "1 GiB", 5),
     ] {
         let mut args = vec![model, "--positions", positions, "--out", out_s];
         if let Some(n) = length {
             args.extend(["--length", n]);
         }
-        assert_refused(&args, &out, needle);
+        assert_refused(&args, &out, needle, code);
     }
 }
 

@@ -51,12 +51,28 @@ fn text_output_is_one_id_and_piece_per_line() {
         &[
             "tokenize",
             model.to_str().unwrap(),
-            "--text",
+            "--file",
             &text_file(&dir, "Hello world\n"),
         ],
         None,
     );
     assert_eq!(stdout(&out), "19556\tHello\n905\tĠworld\n198\tĊ\n");
+}
+
+/// `--text` takes the text itself, `--file` a path; giving both, or neither, is a usage error.
+#[test]
+fn text_is_given_inline_or_as_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = common::model(common::SMOLLM2);
+    let m = model.to_str().unwrap();
+    let file = text_file(&dir, "Hello world\n");
+    let inline = ropescope(&["tokenize", m, "--text", "Hello world\n"], None);
+    assert_eq!(stdout(&inline), "19556\tHello\n905\tĠworld\n198\tĊ\n");
+    let both = ropescope(&["tokenize", m, "--text", "x", "--file", &file], None);
+    assert_eq!(both.status.code(), Some(2));
+    let neither = ropescope(&["tokenize", m], None);
+    assert_eq!(neither.status.code(), Some(2));
+    assert!(one_line_error(&neither).contains("--text TEXT or --file PATH"));
 }
 
 #[test]
@@ -68,7 +84,7 @@ fn json_output_has_ids_and_tokens_with_bos() {
         &[
             "tokenize",
             model.to_str().unwrap(),
-            "--text",
+            "--file",
             &text,
             "--json",
         ],
@@ -84,7 +100,7 @@ fn json_output_has_ids_and_tokens_with_bos() {
         &[
             "tokenize",
             model.to_str().unwrap(),
-            "--text",
+            "--file",
             &text,
             "--json",
             "--no-special",
@@ -102,7 +118,7 @@ fn dash_reads_stdin_and_control_characters_are_escaped() {
         &[
             "tokenize",
             model.to_str().unwrap(),
-            "--text",
+            "--file",
             "-",
             "--no-special",
         ],
@@ -118,7 +134,7 @@ fn missing_text_file_is_one_line_error() {
         &[
             "tokenize",
             model.to_str().unwrap(),
-            "--text",
+            "--file",
             "/nonexistent/text.txt",
         ],
         None,
@@ -141,7 +157,7 @@ fn unsupported_tokenizer_is_one_line_error() {
     std::fs::write(&model, bytes).unwrap();
     let text = text_file(&dir, "hi");
     let out = ropescope(
-        &["tokenize", model.to_str().unwrap(), "--text", &text],
+        &["tokenize", model.to_str().unwrap(), "--file", &text],
         None,
     );
     assert!(one_line_error(&out).contains("unsupported tokenizer model 'bert'"));

@@ -56,9 +56,9 @@ fn set(key: &str, value: Value) -> impl Fn(&mut Vec<(String, Value)>) + '_ {
     }
 }
 
-/// `reference` and `scan` fail naming `needle`, writing no output directory; `inspect` succeeds and, when
-/// `listed`, prints it under NOT UNDERSTOOD and in `--json`'s `not_understood`.
-fn assert_refused(path: &Path, needle: &str, listed: bool) {
+/// `reference` and `scan` fail with exit `code` (4 unsupported, 3 a bad file) naming `needle`, writing no output
+/// directory; `inspect` succeeds and, when `listed`, prints it under NOT UNDERSTOOD and in `--json`'s `not_understood`.
+fn assert_refused(path: &Path, needle: &str, listed: bool, code: i32) {
     let p = path.to_str().unwrap();
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("o");
@@ -71,7 +71,7 @@ fn assert_refused(path: &Path, needle: &str, listed: bool) {
     ] {
         let r = run(&args);
         let err = String::from_utf8_lossy(&r.stderr);
-        assert!(!r.status.success(), "{args:?} succeeded");
+        assert_eq!(r.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!dest.join("meta.json").exists(), "{args:?} wrote output");
     }
@@ -104,7 +104,7 @@ fn unknown_rope_key_is_refused_and_listed() {
         &[],
         dir.path(),
     );
-    assert_refused(&path, "llama.rope.scaling.alpha", true);
+    assert_refused(&path, "llama.rope.scaling.alpha", true, 4);
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn unknown_attention_key_is_refused_and_listed() {
         &[],
         dir.path(),
     );
-    assert_refused(&path, "gemma3.attention.scale", true);
+    assert_refused(&path, "gemma3.attention.scale", true, 4);
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn unimplemented_scaling_type_is_refused() {
         &[],
         dir.path(),
     );
-    assert_refused(&path, "llama.rope.scaling.type = 'dynamic'", false);
+    assert_refused(&path, "llama.rope.scaling.type = 'dynamic'", false, 4);
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn yarn_key_without_yarn_is_refused() {
         &[],
         dir.path(),
     );
-    assert_refused(&path, "llama.rope.scaling.yarn_beta_fast", false);
+    assert_refused(&path, "llama.rope.scaling.yarn_beta_fast", false, 4);
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn frequency_factor_tensor_on_an_architecture_without_them_is_refused() {
         &[("rope_freqs.weight", vec![1.0; 8])],
         dir.path(),
     );
-    assert_refused(&path, "tensor rope_freqs.weight", true);
+    assert_refused(&path, "tensor rope_freqs.weight", true, 4);
 }
 
 #[test]
@@ -168,6 +168,7 @@ fn block_count_below_the_blocks_in_the_file_is_refused() {
         &path,
         "'llama.block_count': says 1 blocks, the tensors hold 2",
         false,
+        3,
     );
     let r = run(&["inspect", path.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&r.stdout);
@@ -481,7 +482,11 @@ fn every_hyper_parameter_rule_refuses_an_altered_header() {
             dir.path().join("o").to_str().unwrap(),
         ]);
         let err = String::from_utf8_lossy(&r.stderr);
-        assert!(!r.status.success(), "{key} = {value:?} accepted");
+        assert_eq!(
+            r.status.code(),
+            Some(3),
+            "{key} = {value:?}: a bad file is exit 3: {err}"
+        );
         assert!(
             err.contains(key) && err.contains(needle),
             "{key} = {value:?}: {err}"
@@ -511,7 +516,11 @@ fn reference_refuses_a_capture_larger_than_memory() {
         out.to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success());
+    assert_eq!(
+        r.status.code(),
+        Some(5),
+        "not enough memory is exit 5: {err}"
+    );
     assert!(
         err.contains("a 4096-token run needs about")
             && err.contains("MiB for the results it keeps")
@@ -549,5 +558,5 @@ fn expert_count_zero_is_dense_and_other_values_are_refused() {
         &[],
         dir.path(),
     );
-    assert_refused(&moe, "key llama.expert_count", true);
+    assert_refused(&moe, "key llama.expert_count", true, 4);
 }

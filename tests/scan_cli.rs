@@ -159,7 +159,7 @@ fn unavailable_and_unknown_analyses_are_refused() {
     let model = write_model(dir.path());
     let m = model.to_str().unwrap();
     let run = scan(&[m, "--analyses", "slash,nonsense", "--quiet"]);
-    assert!(!run.status.success());
+    assert_eq!(run.status.code(), Some(2), "an unknown analysis is exit 2");
     assert!(String::from_utf8_lossy(&run.stderr).contains("unknown analysis 'nonsense'"));
     // Every analysis is part of this build, so none is refused as unavailable.
     assert!(ropescope::scan::Analysis::ALL.iter().all(|a| a.available()));
@@ -193,7 +193,11 @@ fn scan_refuses_a_bad_request_before_any_work() {
     ] {
         let run = scan(&[args.as_slice(), &["--quiet"]].concat());
         let err = String::from_utf8_lossy(&run.stderr);
-        assert!(!run.status.success(), "{args:?}");
+        assert_eq!(
+            run.status.code(),
+            Some(2),
+            "{args:?}: a bad request is exit 2"
+        );
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!out.join("summary.json").exists());
     }

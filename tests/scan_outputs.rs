@@ -109,7 +109,7 @@ fn a_second_writer_is_refused_and_an_existing_output_needs_force() {
     std::fs::write(&lock, std::process::id().to_string()).unwrap();
     let r = scan(&model, &prompt, &out, &[]);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success());
+    assert_eq!(r.status.code(), Some(5), "a locked output is exit 5: {err}");
     assert!(
         err.contains(&format!(
             "another ropescope (process {}) is writing",
@@ -124,7 +124,11 @@ fn a_second_writer_is_refused_and_an_existing_output_needs_force() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let r = scan(&model, &prompt, &out, &[]);
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(!r.status.success());
+    assert_eq!(
+        r.status.code(),
+        Some(2),
+        "an occupied output is exit 2: {err}"
+    );
     assert!(
         err.contains("exists and is not empty") && err.contains("--force"),
         "{err}"

@@ -178,7 +178,7 @@ pub fn run<T: Real>(
     progress: &dyn Fn(u64),
 ) -> Result<AblationReport> {
     if prompts.is_empty() || prompts.iter().any(|p| p.len() <= params.delta_max.max(1)) {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "the ablation needs prompts, each longer than delta_max = {} and than one token",
             params.delta_max
         )));
@@ -189,7 +189,7 @@ pub fn run<T: Real>(
         .chain(&params.reversed_p_values)
         .find(|p| !(0.0..=1.0).contains(*p))
     {
-        return Err(Error::Input(format!("p = {p} is not in [0, 1]")));
+        return Err(Error::Argument(format!("p = {p} is not in [0, 1]")));
     }
     let c = &model.config;
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
@@ -199,7 +199,7 @@ pub fn run<T: Real>(
         .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
         .max_by_key(|l| l.rope.n_chunks())
         .map(|l| l.rope.spec(longest))
-        .ok_or_else(|| Error::Input("the model has no layers".into()))?;
+        .ok_or_else(|| Error::BadData("the model has no layers".into()))?;
     let frequencies: Vec<f64> = (0..spec.n_chunks())
         .map(|l| spec.frequency::<f64>(l))
         .collect();

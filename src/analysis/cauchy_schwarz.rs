@@ -157,7 +157,7 @@ pub fn run<T: Real>(
         .iter()
         .find(|t| t.layer >= c.n_layers || t.head >= c.n_heads)
     {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "head {}:{} is not in a model of {} layers and {} heads",
             t.layer, t.head, c.n_layers, c.n_heads
         )));

@@ -180,13 +180,13 @@ pub fn passes(n_prompts: usize, params: &DetectorParams) -> u64 {
 pub fn random_sequences(vocab: usize, params: &DetectorParams) -> Result<Vec<Vec<u32>>> {
     let bos = params.bos_token;
     if bos.is_some_and(|b| b as usize >= vocab) {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "BOS token {bos:?} is outside the vocabulary of {vocab} tokens"
         )));
     }
     let drawable = vocab - usize::from(bos.is_some());
     if drawable == 0 || params.random_length == 0 {
-        return Err(Error::Input(
+        return Err(Error::Argument(
             "repeated random sequences need a non-empty half and a token other than BOS".into(),
         ));
     }
@@ -217,7 +217,7 @@ pub fn run<T: Real>(
     progress: &dyn Fn(u64),
 ) -> Result<DetectorReport> {
     if prompts.is_empty() {
-        return Err(Error::Input(
+        return Err(Error::Argument(
             "the detectors need at least one prompt".into(),
         ));
     }
@@ -227,7 +227,7 @@ pub fn run<T: Real>(
         random_sequences(model.config.vocab_size, params)?
     };
     if let Some(short) = prompts.iter().chain(&random).find(|s| s.len() < 2) {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "the detectors need sequences of at least 2 tokens, got {}",
             short.len()
         )));

@@ -82,7 +82,7 @@ pub fn run<T: Real>(
 ) -> Result<PosymReport> {
     let (m, c) = (params.m, &model.config);
     if prompts.is_empty() || m < 2 || params.tau.is_nan() || params.tau <= 0.0 {
-        return Err(Error::Input(
+        return Err(Error::Argument(
             "the block-swap scan needs prompts, m ≥ 2 and τ > 0".into(),
         ));
     }
@@ -93,7 +93,7 @@ pub fn run<T: Real>(
     for prompt in prompts {
         let n_ctx = prompt.len().saturating_sub(params.keep_first + 1) / m * m;
         if n_ctx == 0 {
-            return Err(Error::Input(format!(
+            return Err(Error::Argument(format!(
                 "a prompt of {} tokens has no context of m = {m} blocks after {} kept positions",
                 prompt.len(),
                 params.keep_first

@@ -1,7 +1,10 @@
 //! Argument parsing shared by several subcommands.
 
-use anyhow::{bail, Context};
+use super::OrArgument;
+use anyhow::Context;
+use std::io::Read;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 /// Arithmetic precision of a run.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,6 +13,42 @@ pub enum Precision {
     F32,
     /// Double precision: every operation in f64 (the golden reference).
     F64,
+}
+
+/// A text given on the command line (`--text`) or read from a file (`--file`); at most one of the two.
+#[derive(clap::Args, Debug)]
+#[group(multiple = false)]
+pub struct TextSource {
+    /// The text itself, exactly as given.
+    #[arg(long)]
+    pub text: Option<String>,
+    /// A UTF-8 text file, taken exactly as it is (a final newline is tokenized too); `-` reads stdin.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+}
+
+impl TextSource {
+    /// The text, or `None` when neither flag was given.
+    pub fn read(&self) -> anyhow::Result<Option<String>> {
+        match (&self.text, &self.file) {
+            (Some(text), _) => Ok(Some(text.clone())),
+            (None, Some(path)) => read_text_file(path).map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// The UTF-8 text of `path` (`-`: stdin).
+fn read_text_file(path: &Path) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("reading the text from stdin")?;
+    } else {
+        bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    }
+    String::from_utf8(bytes).or_argument(|| format!("{} is not UTF-8 text", path.display()))
 }
 
 /// `all` or a comma-separated list of layer indices, each below `n_layers`.
@@ -22,9 +61,9 @@ pub fn parse_layers(spec: &str, n_layers: usize) -> anyhow::Result<Vec<usize>> {
         let l: usize = part
             .trim()
             .parse()
-            .with_context(|| format!("'{part}' is not a layer index"))?;
+            .or_argument(|| format!("'{part}' is not a layer index"))?;
         if l >= n_layers {
-            bail!("layer {l} does not exist (the model has {n_layers} layers)");
+            refuse!("layer {l} does not exist (the model has {n_layers} layers)");
         }
         if !layers.contains(&l) {
             layers.push(l);
@@ -38,17 +77,17 @@ pub fn parse_layers(spec: &str, n_layers: usize) -> anyhow::Result<Vec<usize>> {
 pub fn parse_rows(spec: &str) -> anyhow::Result<Range<usize>> {
     let (a, b) = spec
         .split_once("..")
-        .with_context(|| format!("rows '{spec}' must look like A..B"))?;
+        .or_argument(|| format!("rows '{spec}' must look like A..B"))?;
     let a: usize = a
         .trim()
         .parse()
-        .with_context(|| format!("'{a}' is not a row index"))?;
+        .or_argument(|| format!("'{a}' is not a row index"))?;
     let b: usize = b
         .trim()
         .parse()
-        .with_context(|| format!("'{b}' is not a row index"))?;
+        .or_argument(|| format!("'{b}' is not a row index"))?;
     if a >= b {
-        bail!("rows '{spec}' are empty");
+        refuse!("rows '{spec}' are empty");
     }
     Ok(a..b)
 }

@@ -1,7 +1,8 @@
 //! `ropescope compare`: NMSE and max-abs per common array of two reference directories.
 
+use super::OrArgument;
 use crate::export::compare::{compare_dirs, default_tolerances, kind_of, Tolerance};
-use anyhow::{bail, Context};
+use crate::Error;
 use std::path::PathBuf;
 
 /// Arguments of `ropescope compare`.
@@ -26,13 +27,13 @@ fn apply_override(
 ) -> anyhow::Result<()> {
     let (kind, rest) = spec
         .split_once('=')
-        .with_context(|| format!("--tol '{spec}': expected KIND=METRIC:VALUE"))?;
+        .or_argument(|| format!("--tol '{spec}': expected KIND=METRIC:VALUE"))?;
     let (metric, value) = rest
         .split_once(':')
-        .with_context(|| format!("--tol '{spec}': expected KIND=METRIC:VALUE"))?;
+        .or_argument(|| format!("--tol '{spec}': expected KIND=METRIC:VALUE"))?;
     let value: f64 = value
         .parse()
-        .with_context(|| format!("--tol '{spec}': '{value}' is not a number"))?;
+        .or_argument(|| format!("--tol '{spec}': '{value}' is not a number"))?;
     let t = tols.entry(kind.to_string()).or_insert(Tolerance {
         nmse: None,
         max_abs: None,
@@ -40,25 +41,46 @@ fn apply_override(
     match metric {
         "nmse" => t.nmse = Some(value),
         "max_abs" => t.max_abs = Some(value),
-        other => bail!("--tol '{spec}': unknown metric '{other}' (nmse or max_abs)"),
+        other => refuse!("--tol '{spec}': unknown metric '{other}' (nmse or max_abs)"),
     }
     Ok(())
 }
 
-/// Runs `compare`; fails when any common array is over its tolerance or no array is common.
+/// Runs `compare`: a table (or JSON) of every common array, then a verdict line; fails with
+/// [`Error::Mismatch`] when any array is over its tolerance, and refuses directories with no array in common.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut tols = default_tolerances();
     for spec in &args.tol {
         apply_override(&mut tols, spec)?;
     }
     let (rows, only) = compare_dirs(&args.a, &args.b, &tols)?;
+    if rows.is_empty() {
+        refuse!("no array is present in both directories");
+    }
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| c.file.as_str())
+        .collect();
+    let kinds: std::collections::BTreeSet<&str> = failed.iter().map(|f| kind_of(f)).collect();
+    let verdict = if failed.is_empty() {
+        format!("PASS: {} arrays within tolerance", rows.len())
+    } else {
+        format!(
+            "FAIL: {} of {} arrays over tolerance ({})",
+            failed.len(),
+            rows.len(),
+            kinds.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"comparisons": rows, "unpaired": only})
-            )?
-        );
+        let report = serde_json::json!({
+            "pass": failed.is_empty(),
+            "verdict": verdict,
+            "comparisons": rows,
+            "unpaired": only,
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
             "{:<22} {:<18} {:>11} {:>11} {:>11}  result",
@@ -82,23 +104,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         for f in &only {
             println!("{f}");
         }
+        println!("{verdict}");
     }
-    if rows.is_empty() {
-        bail!("no array is present in both directories");
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Mismatch(verdict).into())
     }
-    let failed: Vec<&str> = rows
-        .iter()
-        .filter(|c| !c.pass)
-        .map(|c| c.file.as_str())
-        .collect();
-    if !failed.is_empty() {
-        let kinds: std::collections::BTreeSet<&str> = failed.iter().map(|f| kind_of(f)).collect();
-        bail!(
-            "{} of {} arrays over tolerance ({})",
-            failed.len(),
-            rows.len(),
-            kinds.into_iter().collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(())
 }

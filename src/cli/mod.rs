@@ -1,7 +1,16 @@
 //! The command-line interface: argument parsing and one module per subcommand.
 
+use crate::{Error, ErrorKind};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// Returns from the enclosing function with an argument error ([`Error::Argument`], exit code 2) whose message
+/// is formatted like `format!`.
+macro_rules! refuse {
+    ($($message:tt)*) => {
+        return Err($crate::Error::Argument(format!($($message)*)).into())
+    };
+}
 
 mod args;
 mod bench_forward;
@@ -56,8 +65,54 @@ enum Command {
     ExportMinference(minference::Args),
 }
 
-/// Runs the CLI on the process arguments; errors are printed as one line on stderr with a non-zero exit.
+/// Turns a failed parse or lookup of a command-line value into an argument error with the message given.
+trait OrArgument<T> {
+    /// `Ok` as is; otherwise [`Error::Argument`] with `message()`.
+    fn or_argument(self, message: impl FnOnce() -> String) -> anyhow::Result<T>;
+}
+
+impl<T, E> OrArgument<T> for Result<T, E> {
+    fn or_argument(self, message: impl FnOnce() -> String) -> anyhow::Result<T> {
+        self.map_err(|_| Error::Argument(message()).into())
+    }
+}
+
+impl<T> OrArgument<T> for Option<T> {
+    fn or_argument(self, message: impl FnOnce() -> String) -> anyhow::Result<T> {
+        self.ok_or_else(|| Error::Argument(message()).into())
+    }
+}
+
+/// The exit code of a failed command: that of the first ropescope [`Error`] in the chain of causes, else
+/// [`ErrorKind::Io`] for an operating-system error, else [`ErrorKind::Internal`].
+fn exit_code(e: &anyhow::Error) -> u8 {
+    let kind = e
+        .chain()
+        .find_map(|cause| {
+            if let Some(err) = cause.downcast_ref::<Error>() {
+                Some(err.kind())
+            } else {
+                cause.is::<std::io::Error>().then_some(ErrorKind::Io)
+            }
+        })
+        .unwrap_or(ErrorKind::Internal);
+    kind.exit_code()
+}
+
+/// Restores the default action of SIGPIPE, so that a command whose reader goes away (`ropescope compare --json
+/// | head`) ends quietly as other Unix tools do, instead of panicking on the failed write.
+fn quiet_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Runs the CLI on the process arguments; an error is printed as one line on stderr and exits with the code of
+/// its kind ([`ErrorKind::exit_code`]).
 pub fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     if let Some(n) = cli.threads {
         if let Err(e) = rayon::ThreadPoolBuilder::new()
@@ -65,7 +120,7 @@ pub fn main() -> ExitCode {
             .build_global()
         {
             eprintln!("error: cannot start {n} threads: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(ErrorKind::Resource.exit_code());
         }
     }
     let result = match cli.command {
@@ -86,7 +141,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(exit_code(&e))
         }
     }
 }

@@ -1,13 +1,13 @@
 //! `ropescope reference`: the golden reference of a forward pass, as `.npy` files.
 
-use super::args::{parse_layers, parse_rows, Precision};
+use super::args::{parse_layers, parse_rows, Precision, TextSource};
+use super::OrArgument;
 use crate::export::npy::NpyElement;
 use crate::export::reference::{write_reference, ReferenceRequest};
 use crate::export::staged::StagedDir;
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
-use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `ropescope reference`.
@@ -16,11 +16,11 @@ pub struct Args {
     /// The GGUF model file.
     model: PathBuf,
     /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
-    #[arg(long, conflicts_with = "text")]
+    #[arg(long, conflicts_with_all = ["text", "file"])]
     ids: Option<String>,
-    /// A UTF-8 text file to tokenize with the model's own tokenizer (BOS added as the model specifies).
-    #[arg(long)]
-    text: Option<PathBuf>,
+    /// Or a text (`--text TEXT`, `--file PATH`) for the model's own tokenizer (BOS added as the model specifies).
+    #[command(flatten)]
+    source: TextSource,
     /// Layers to capture: `all` or a comma-separated list.
     #[arg(long, default_value = "all")]
     layers: String,
@@ -42,19 +42,19 @@ pub struct Args {
 /// Token ids from a comma-separated list or a `.npy` file of integers.
 pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
     let to_u32 =
-        |v: i64| u32::try_from(v).with_context(|| format!("token id {v} is not a valid id"));
+        |v: i64| u32::try_from(v).or_argument(|| format!("token id {v} is not a valid id"));
     if spec.ends_with(".npy") || Path::new(spec).is_file() {
         let a = crate::export::npy::Array::read(Path::new(spec))?;
         let ints = a
             .to_i64()
-            .with_context(|| format!("{spec}: token ids must be integers"))?;
+            .or_argument(|| format!("{spec}: token ids must be integers"))?;
         return ints.into_iter().map(to_u32).collect();
     }
     spec.split(',')
         .map(|s| {
             s.trim()
                 .parse::<i64>()
-                .with_context(|| format!("'{s}' is not a token id"))
+                .or_argument(|| format!("'{s}' is not a token id"))
                 .and_then(to_u32)
         })
         .collect()
@@ -89,10 +89,10 @@ fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> an
 /// Runs `reference`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = GgufFile::open(&args.model)?;
-    let ids = match (&args.ids, &args.text) {
+    let ids = match (&args.ids, args.source.read()?) {
         (Some(spec), _) => read_ids(spec)?,
-        (None, Some(text)) => super::tokenize::ids_of_text_file(&file, text)?,
-        (None, None) => bail!("give the prompt with --ids or --text"),
+        (None, Some(text)) => super::tokenize::ids_of_text(&file, &text)?,
+        (None, None) => refuse!("give the prompt with --ids, --text TEXT or --file PATH"),
     };
     match args.precision {
         Precision::F64 => run_in::<f64>(&args, &file, &ids),

@@ -1,10 +1,10 @@
 //! `ropescope rope`: a model's per-layer RoPE frequencies and float64 cos/sin tables at chosen positions, as
 //! `.npy` files (format: [`crate::export::rope_tables`]).
 
+use super::OrArgument;
 use crate::export::rope_tables::{write_rope_tables, TableShape};
 use crate::gguf::GgufFile;
 use crate::model::arch;
-use anyhow::{bail, Context};
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -30,25 +30,27 @@ pub struct Args {
 /// half-open range `A..B`, unexpanded.
 fn parse_segments(spec: &str) -> anyhow::Result<Vec<Range<usize>>> {
     if spec.trim().is_empty() {
-        bail!("no positions were given");
+        refuse!("no positions were given");
     }
     let number = |s: &str| -> anyhow::Result<usize> {
         s.trim()
             .parse()
-            .with_context(|| format!("'{}' is not a position", s.trim()))
+            .or_argument(|| format!("'{}' is not a position", s.trim()))
     };
     spec.split(',')
         .map(|part| match part.split_once("..") {
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
                 if a >= b {
-                    bail!("positions '{}' are an empty range", part.trim());
+                    refuse!("positions '{}' are an empty range", part.trim());
                 }
                 Ok(a..b)
             }
             None => {
                 let p = number(part)?;
-                let end = p.checked_add(1).context("position too large")?;
+                let end = p
+                    .checked_add(1)
+                    .or_argument(|| "position too large".into())?;
                 Ok(p..end)
             }
         })
@@ -61,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let n_positions = segments
         .iter()
         .try_fold(0usize, |n, r| n.checked_add(r.len()))
-        .context("too many positions")?;
+        .or_argument(|| "too many positions".into())?;
     let file = GgufFile::open(&args.model)?;
     let config = arch::resolve(&file)?;
     // Refuse oversized tables before the positions are expanded.
@@ -73,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .iter()
             .max()
             .and_then(|m| m.checked_add(1))
-            .context("the largest position has no length above it")?,
+            .or_argument(|| "the largest position has no length above it".into())?,
     };
     let shape = write_rope_tables(&config, &args.model, &positions, length, &args.out)?;
     eprintln!(

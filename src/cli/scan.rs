@@ -2,6 +2,7 @@
 //! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
 
 use super::args::Precision;
+use super::OrArgument;
 use crate::export::reference::sha256_file;
 use crate::export::staged::StagedDir;
 use crate::gguf::GgufFile;
@@ -11,7 +12,7 @@ use crate::scan::format::{Meta, ModelMeta, Parameters, PromptSetMeta, Prompts, F
 use crate::scan::prompts::{natural_prompts, random_prompts, Prompt, BUILTIN_TEXTS};
 use crate::scan::{self, params, Analysis, Progress, ScanParams};
 use crate::tokenizer::Tokenizer;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -66,13 +67,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let file = GgufFile::open(&args.model)?;
     let analyses = Analysis::parse_list(&args.analyses)?;
     if !(0.0..=1.0).contains(&args.kappa) {
-        bail!("--kappa must be between 0 and 1");
+        refuse!("--kappa must be between 0 and 1");
     }
     if args.length == 0 {
-        bail!("--length must be at least 1");
+        refuse!("--length must be at least 1");
     }
     if args.count == Some(0) {
-        bail!("--count must be at least 1");
+        refuse!("--count must be at least 1");
     }
     let staged = StagedDir::begin(&args.out, args.force)?;
     let params = ScanParams {
@@ -103,7 +104,7 @@ fn run_in<T: Real>(
             .validate(&p.ids)
             .with_context(|| format!("prompt '{}'", p.source))?;
         if params.delta_max >= p.ids.len() {
-            bail!(
+            refuse!(
                 "--delta-max ({}) must be below every prompt's length (prompt '{}' has {} tokens)",
                 params.delta_max,
                 p.source,
@@ -220,7 +221,7 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
         .partition(|p| p.extension().is_some_and(|e| e == "npy"));
     if !npy.is_empty() {
         if !texts.is_empty() {
-            bail!("give prompts either as text files or as .npy token ids, not both");
+            refuse!("give prompts either as text files or as .npy token ids, not both");
         }
         let mut prompts = npy
             .iter()
@@ -243,7 +244,7 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
                 let t = std::fs::read_to_string(p)
                     .with_context(|| format!("reading {}", p.display()))?;
                 if t.trim().is_empty() {
-                    bail!("prompt file {} holds no text", p.display());
+                    refuse!("prompt file {} holds no text", p.display());
                 }
                 Ok((p.display().to_string(), t))
             })
@@ -260,9 +261,9 @@ fn read_ids(path: &Path) -> anyhow::Result<Prompt> {
     let a = crate::export::npy::Array::read(path)?;
     let ids = a
         .to_i64()
-        .with_context(|| format!("{}: token ids must be integers", path.display()))?
+        .or_argument(|| format!("{}: token ids must be integers", path.display()))?
         .into_iter()
-        .map(|v| u32::try_from(v).with_context(|| format!("token id {v} is not a valid id")))
+        .map(|v| u32::try_from(v).or_argument(|| format!("token id {v} is not a valid id")))
         .collect::<anyhow::Result<Vec<u32>>>()?;
     Ok(Prompt {
         source: path.display().to_string(),

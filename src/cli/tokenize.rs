@@ -1,20 +1,20 @@
 //! `ropescope tokenize`: the token ids a model's own tokenizer gives a text.
 
+use super::args::TextSource;
 use crate::gguf::GgufFile;
 use crate::tokenizer::Tokenizer;
 use anyhow::Context;
 use serde::Serialize;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `ropescope tokenize`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The GGUF model file whose tokenizer is used.
     model: PathBuf,
-    /// The text file to tokenize, taken exactly as it is (a final newline is tokenized too); `-` reads stdin.
-    #[arg(long)]
-    text: PathBuf,
+    /// What to tokenize: `--text TEXT` or `--file PATH`.
+    #[command(flatten)]
+    source: TextSource,
     /// Print `{"ids": [...], "tokens": [...]}` instead of one `id<TAB>piece` line per token.
     #[arg(long)]
     json: bool,
@@ -32,7 +32,9 @@ struct Report<'a> {
 
 /// Runs `tokenize`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let text = read_text(&args.text)?;
+    let Some(text) = args.source.read()? else {
+        refuse!("give the text with --text TEXT or --file PATH (- reads stdin)");
+    };
     let file = GgufFile::open(&args.model)?;
     let tokenizer =
         Tokenizer::from_gguf(&file).with_context(|| format!("{}", args.model.display()))?;
@@ -50,23 +52,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The ids of a UTF-8 text file (`-`: stdin) under the model's own tokenizer, with the special tokens the
-/// model's metadata asks for (BOS where `add_bos_token` is set).
-pub(super) fn ids_of_text_file(file: &GgufFile, path: &Path) -> anyhow::Result<Vec<u32>> {
+/// The ids of `text` under the model's own tokenizer, with the special tokens the model's metadata asks for (BOS
+/// where `add_bos_token` is set).
+pub(super) fn ids_of_text(file: &GgufFile, text: &str) -> anyhow::Result<Vec<u32>> {
     let tokenizer = Tokenizer::from_gguf(file)?;
-    Ok(tokenizer.encode(&read_text(path)?, true)?)
-}
-
-fn read_text(path: &Path) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("reading the text from stdin")?;
-    } else {
-        bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    }
-    String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))
+    Ok(tokenizer.encode(text, true)?)
 }
 
 /// A piece with its control characters escaped (`\n`, `\t`, `\r`, `\u{..}`) and backslashes doubled, so that

@@ -134,16 +134,15 @@ fn run_sdh(args: &Args) -> anyhow::Result<()> {
 
 fn steps_arg(args: &Args) -> anyhow::Result<Option<usize>> {
     match args.steps {
-        Some(0) => anyhow::bail!("--steps must be at least 1"),
+        Some(0) => refuse!("--steps must be at least 1"),
         steps => Ok(steps),
     }
 }
 
 fn run_canonical(args: &Args, task: Task) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.embeddings == Embeddings::Cone,
-        "--embeddings applies to `sdh` only"
-    );
+    if args.embeddings != Embeddings::Cone {
+        refuse!("--embeddings applies to `sdh` only");
+    }
     let mut config = CanonicalConfig {
         seed: args.seed,
         ..CanonicalConfig::for_task(task)

@@ -90,7 +90,7 @@ fn header(dtype: Dtype, shape: &[usize]) -> Vec<u8> {
 pub fn write<E: NpyElement>(path: &Path, shape: &[usize], data: &[E]) -> Result<()> {
     let n: usize = shape.iter().product();
     if n != data.len() {
-        return Err(Error::Input(format!(
+        return Err(Error::Internal(format!(
             "npy {}: shape {shape:?} does not hold {} values",
             path.display(),
             data.len()
@@ -133,7 +133,7 @@ impl Array {
 
     /// Parses `bytes`, naming `origin` in any error.
     fn parse(bytes: &[u8], origin: &str) -> Result<Self> {
-        let bad = |why: &str| Error::Input(format!("{origin}: not a readable .npy file ({why})"));
+        let bad = |why: &str| Error::BadData(format!("{origin}: not a readable .npy file ({why})"));
         if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
             return Err(bad("no NUMPY magic"));
         }

@@ -72,13 +72,13 @@ pub fn write_reference<T: Real + npy::NpyElement>(
     let c = &model.config;
     let t = ids.len();
     if let Some(&bad) = req.layers.iter().find(|&&l| l >= c.n_layers) {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "layer {bad} does not exist (the model has {})",
             c.n_layers
         )));
     }
     if req.rows.start >= req.rows.end || req.rows.end > t {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "rows {}..{} are not inside the {t} positions",
             req.rows.start, req.rows.end
         )));
@@ -168,7 +168,7 @@ pub fn write_reference<T: Real + npy::NpyElement>(
         "coordinate_order": "half-split",
         "shapes": shapes,
     });
-    let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::Input(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::Internal(e.to_string()))?;
     write_atomic(&out.join("meta.json"), |w| w.write_all(text.as_bytes()))
 }
 

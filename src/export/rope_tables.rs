@@ -57,10 +57,10 @@ impl TableShape {
     pub fn of(config: &ModelConfig, n_positions: usize) -> Result<Self> {
         let rot_dims: Vec<usize> = config.layers.iter().map(|l| l.rope.rot_dim).collect();
         let Some(&rot_dim) = rot_dims.first() else {
-            return Err(Error::Input("the model has no layer".into()));
+            return Err(Error::BadData("the model has no layer".into()));
         };
         if rot_dims.iter().any(|&r| r != rot_dim) {
-            return Err(Error::Input(format!(
+            return Err(Error::Unsupported(format!(
                 "the layers rotate different numbers of dimensions ({rot_dims:?}); RoPE tables need one"
             )));
         }
@@ -78,7 +78,7 @@ impl TableShape {
             .try_fold(BYTES_PER_ENTRY, |acc, n| acc.checked_mul(n as u128));
         match bytes {
             Some(b) if b <= MAX_TABLE_BYTES => Ok(()),
-            _ => Err(Error::Input(format!(
+            _ => Err(Error::Resource(format!(
                 "the cos and sin tables would take {} bytes ({} layers × {} positions × {} chunks × \
                  {BYTES_PER_ENTRY} bytes), more than the limit of {MAX_TABLE_BYTES} bytes (1 GiB); ask for \
                  fewer positions",
@@ -140,20 +140,20 @@ fn pairing_dims(pairing: Pairing) -> &'static str {
 /// Checks the positions and the length before anything is written.
 fn validate(positions: &[usize], length: usize) -> Result<()> {
     let Some(&max) = positions.iter().max() else {
-        return Err(Error::Input("no positions were given".into()));
+        return Err(Error::Argument("no positions were given".into()));
     };
     let mut sorted = positions.to_vec();
     sorted.sort_unstable();
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::Input(format!("position {} is given twice", w[0])));
+        return Err(Error::Argument(format!("position {} is given twice", w[0])));
     }
     if length <= max {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "length {length} does not cover position {max}: the length must be above every position"
         )));
     }
     if i64::try_from(max).is_err() {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "position {max} does not fit the int64 of positions.npy"
         )));
     }

@@ -51,7 +51,7 @@ impl StagedDir {
                 .join(target)
         };
         if target.exists() && !target.is_dir() {
-            return Err(Error::Input(format!(
+            return Err(Error::Argument(format!(
                 "{} is an existing file, not a directory",
                 target.display()
             )));
@@ -64,7 +64,7 @@ impl StagedDir {
         let non_empty = std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_some());
         if non_empty && !force {
             let _ = std::fs::remove_file(&lock);
-            return Err(Error::Input(format!(
+            return Err(Error::Argument(format!(
                 "{} exists and is not empty; choose another directory or give --force to replace it",
                 target.display()
             )));
@@ -106,14 +106,14 @@ impl StagedDir {
                             let _ = std::fs::remove_file(lock);
                         }
                         Some((pid, _)) => {
-                            return Err(Error::Input(format!(
+                            return Err(Error::Resource(format!(
                                 "another ropescope (process {pid}) is writing {}; if none is, remove {}",
                                 target.display(),
                                 lock.display()
                             )))
                         }
                         None => {
-                            return Err(Error::Input(format!(
+                            return Err(Error::Resource(format!(
                                 "{} is locked by {}; if no ropescope is writing it, remove the lock",
                                 target.display(),
                                 lock.display()
@@ -124,7 +124,7 @@ impl StagedDir {
                 Err(e) => return Err(Error::io(lock, e)),
             }
         }
-        Err(Error::Input(format!(
+        Err(Error::Resource(format!(
             "cannot take the lock {}",
             lock.display()
         )))

@@ -171,7 +171,7 @@ fn npy_array(data: &[u8]) -> Result<()> {
 
 /// Parses the bytes as each JSON file a scan directory holds; succeeds when any of them accepts it.
 fn scan_json(data: &[u8]) -> Result<()> {
-    let bad = |e: serde_json::Error| Error::Input(format!("not a valid scan file ({e})"));
+    let bad = |e: serde_json::Error| Error::BadData(format!("not a valid scan file ({e})"));
     let meta = serde_json::from_slice::<Meta>(data).map(drop).map_err(bad);
     let summary = serde_json::from_slice::<Summary>(data)
         .map(drop)

@@ -79,20 +79,20 @@ impl<T: Real> Model<T> {
     ) -> Result<()> {
         let c = &self.config;
         if ids.is_empty() {
-            return Err(Error::Input("the prompt has no tokens".into()));
+            return Err(Error::Argument("the prompt has no tokens".into()));
         }
         if let Some((pos, &id)) = ids
             .iter()
             .enumerate()
             .find(|(_, &id)| id as usize >= c.vocab_size)
         {
-            return Err(Error::Input(format!(
+            return Err(Error::Argument(format!(
                 "token id {id} at position {pos} is outside the vocabulary of {} tokens",
                 c.vocab_size
             )));
         }
         if ids.len() > c.context_length {
-            return Err(Error::Input(format!(
+            return Err(Error::Argument(format!(
                 "the prompt has {} tokens, more than the model's context of {}",
                 ids.len(),
                 c.context_length
@@ -111,7 +111,7 @@ impl<T: Real> Model<T> {
                 } else {
                     String::new()
                 };
-                return Err(Error::Input(format!(
+                return Err(Error::Resource(format!(
                     "a {}-token run needs about {} MiB of memory{kept}; {} MiB are available{reduce}",
                     ids.len(),
                     need >> 20,
@@ -146,7 +146,7 @@ impl<T: Real> Model<T> {
         if let Some(keep) = &opts.rope_keep {
             let n_chunks = c.n_chunks();
             if keep.len() != n_chunks {
-                return Err(Error::Input(format!(
+                return Err(Error::Argument(format!(
                     "rope mask has {} entries, the model has {n_chunks} chunks",
                     keep.len()
                 )));

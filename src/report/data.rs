@@ -66,7 +66,7 @@ pub struct ScanData {
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     serde_json::from_slice(&text)
-        .map_err(|e| Error::Input(format!("{}: not a valid scan file ({e})", path.display())))
+        .map_err(|e| Error::BadData(format!("{}: not a valid scan file ({e})", path.display())))
 }
 
 impl ScanData {
@@ -123,7 +123,7 @@ fn load(dir: &Path, name: &str, lead: &[usize], rank: usize) -> Result<Option<Te
     }
     let array = Array::read(&path)?;
     if array.shape.len() != rank || !array.shape.starts_with(lead) {
-        return Err(Error::Input(format!(
+        return Err(Error::BadData(format!(
             "{}: shape {:?} does not fit the model (expected {rank} dimensions starting {lead:?})",
             path.display(),
             array.shape

@@ -55,7 +55,7 @@ pub fn patterns(data: &ScanData) -> Result<Value> {
     let mut layers = vec![Map::new(); data.meta.model.n_layers];
     for h in &data.summary.heads {
         let slash = h.slash.as_ref().ok_or_else(|| {
-            Error::Input(format!(
+            Error::Argument(format!(
                 "{}: head L{}H{} has no slash scores (the `slash` analysis did not run); MInference patterns need them",
                 data.dir.display(),
                 h.layer,

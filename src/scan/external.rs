@@ -136,7 +136,7 @@ fn runners<T: Real>() -> Vec<(Analysis, External<T>)> {
 
 /// The report of a multi-pass analysis as JSON.
 pub fn json<R: Serialize>(report: R) -> Result<serde_json::Value> {
-    serde_json::to_value(report).map_err(|e| Error::Input(e.to_string()))
+    serde_json::to_value(report).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// Whether `a` runs its own forward passes (rather than sharing the scan's streaming pass).

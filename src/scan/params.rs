@@ -108,13 +108,13 @@ impl Analysis {
                 .find(|a| a.name() == name)
                 .ok_or_else(|| {
                     let names: Vec<&str> = Analysis::ALL.iter().map(|a| a.name()).collect();
-                    Error::Input(format!(
+                    Error::Argument(format!(
                         "unknown analysis '{name}' (known: {})",
                         names.join(", ")
                     ))
                 })?;
             if !a.available() {
-                return Err(Error::Input(format!(
+                return Err(Error::Unsupported(format!(
                     "analysis {name} is not available in this build"
                 )));
             }
@@ -123,7 +123,7 @@ impl Analysis {
             }
         }
         if out.is_empty() {
-            return Err(Error::Input("no analysis selected".into()));
+            return Err(Error::Argument("no analysis selected".into()));
         }
         // Cauchy–Schwarz tables the heads the slash scores label diagonal or previous-token.
         if out.contains(&Analysis::CauchySchwarz) && !out.contains(&Analysis::Slash) {

@@ -37,14 +37,14 @@ pub fn natural_prompts(
     length: usize,
 ) -> Result<Vec<Prompt>> {
     if texts.is_empty() {
-        return Err(Error::Input("no prompt texts".into()));
+        return Err(Error::Argument("no prompt texts".into()));
     }
     let pieces: Vec<Vec<u32>> = texts
         .iter()
         .map(|(_, t)| tokenizer.encode(&format!("\n\n{}", t.trim()), false))
         .collect::<Result<_>>()?;
     if let Some(i) = pieces.iter().position(|p| p.is_empty()) {
-        return Err(Error::Input(format!(
+        return Err(Error::Argument(format!(
             "prompt text '{}' has no tokens",
             texts[i].0
         )));

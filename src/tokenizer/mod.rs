@@ -99,7 +99,7 @@ impl Tokenizer {
             .iter()
             .map(|&id| {
                 self.token(id).ok_or_else(|| {
-                    Error::Tokenizer(format!(
+                    Error::Argument(format!(
                         "token id {id} is outside the vocabulary of {} tokens",
                         self.vocab_size()
                     ))

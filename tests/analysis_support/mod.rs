@@ -243,10 +243,10 @@ pub fn induction_model() -> Model<f64> {
     Model::load(&GgufFile::from_bytes(m.to_bytes()).unwrap()).unwrap()
 }
 
-/// Asserts that `r` is an input error whose message contains `needle`.
-pub fn assert_input_error<T: std::fmt::Debug>(r: ropescope::Result<T>, needle: &str) {
+/// Asserts that `r` is an argument error whose message contains `needle`.
+pub fn assert_argument_error<T: std::fmt::Debug>(r: ropescope::Result<T>, needle: &str) {
     match r {
-        Err(ropescope::Error::Input(m)) => assert!(m.contains(needle), "{m}"),
-        other => panic!("expected an input error containing {needle:?}, got {other:?}"),
+        Err(ropescope::Error::Argument(m)) => assert!(m.contains(needle), "{m}"),
+        other => panic!("expected an argument error containing {needle:?}, got {other:?}"),
     }
 }
