@@ -149,6 +149,7 @@ fn mistral_matches_before_the_window_the_converter_drops() {
         &ropescope::export::reference::ReferenceRequest {
             layers: case.layers.clone(),
             rows: case.rows.clone(),
+            command: Vec::new(),
         },
         out.path(),
     )

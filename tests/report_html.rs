@@ -204,3 +204,41 @@ fn findings_open_the_page_with_the_files_numbers() {
         "cone in degrees"
     );
 }
+
+/// A directory whose `meta.json` does not record a finished scan, its command and its model's hash (a killed
+/// scan's leftovers, an older version's output) is refused by every reader, exit 3, naming what is missing.
+#[test]
+fn a_directory_without_its_completion_record_is_refused() {
+    let edits: [(&str, fn(&mut serde_json::Value)); 4] = [
+        ("\"complete\": true", |m| m["complete"] = false.into()),
+        ("\"complete\": true", |m| {
+            m.as_object_mut().unwrap().remove("complete");
+        }),
+        ("the command", |m| {
+            m.as_object_mut().unwrap().remove("command");
+        }),
+        ("sha256", |m| m["model_sha256"] = "".into()),
+    ];
+    for (needle, edit) in edits {
+        let dir = example();
+        let path = dir.path().join("meta.json");
+        let mut meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        edit(&mut meta);
+        std::fs::write(&path, serde_json::to_vec(&meta).unwrap()).unwrap();
+        for command in ["report", "figures", "export-notebook", "export-minference"] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_ropescope"))
+                .arg(command)
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{command}: {err}");
+            assert!(
+                err.contains("not a complete scan directory") && err.contains(needle),
+                "{command}: {err}"
+            );
+        }
+        assert!(!dir.path().join(REPORT_FILE).exists());
+    }
+}

@@ -66,6 +66,10 @@ fn scan_writes_every_file_and_summary_key() {
         serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta.prompt_sets[1].lengths, vec![40, 33]);
     assert_eq!(meta.model.architecture, "qwen2");
+    // The completion record: the exact command, the mark, the model's hash.
+    assert!(meta.complete && meta.incomplete().is_none());
+    assert_eq!(&meta.command[1..3], ["scan", model.to_str().unwrap()]);
+    assert_eq!(meta.command.last().unwrap(), out.to_str().unwrap());
     let steps: Vec<&str> = meta.step_seconds.iter().map(|s| s.step.as_str()).collect();
     assert_eq!(
         steps,

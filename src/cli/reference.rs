@@ -73,7 +73,11 @@ fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> an
         &model,
         &args.model,
         ids,
-        &ReferenceRequest { layers, rows },
+        &ReferenceRequest {
+            layers,
+            rows,
+            command: std::env::args().collect(),
+        },
         staged.path(),
     )?;
     staged.commit()?;

@@ -182,6 +182,8 @@ fn run_in<T: Real>(
             .collect(),
         elapsed_seconds: start.elapsed().as_secs_f64(),
         step_seconds: outcome.step_seconds.clone(),
+        command: std::env::args().collect(),
+        complete: true,
     };
     let prompts = Prompts {
         natural: natural_ids,

@@ -22,6 +22,9 @@ pub struct ReferenceRequest {
     pub layers: Vec<usize>,
     /// Query rows of attention and logits.
     pub rows: Range<usize>,
+    /// The command that asked for the reference, argument by argument, recorded in `meta.json` (empty when
+    /// the caller is not a command line).
+    pub command: Vec<String>,
 }
 
 /// Reorders each `d`-wide row of `v` from the model's coordinate order to half-split order.
@@ -167,6 +170,8 @@ pub fn write_reference<T: Real + npy::NpyElement>(
         "n_tokens": t,
         "coordinate_order": "half-split",
         "shapes": shapes,
+        "command": req.command,
+        "complete": true,
     });
     let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::Internal(e.to_string()))?;
     write_atomic(&out.join("meta.json"), |w| w.write_all(text.as_bytes()))

@@ -74,6 +74,14 @@ impl ScanData {
     /// a present array must be readable and start with the dimensions `[L, H]` (`[L]` for `chunk_frequency`).
     pub fn open(dir: &Path) -> Result<Self> {
         let meta: Meta = read_json(&dir.join(files::META))?;
+        if let Some(why) = meta.incomplete() {
+            return Err(Error::BadData(format!(
+                "{}: not a complete scan directory: its {} says {why}; it was written by a scan that did not \
+                 finish or by an older ropescope: run the scan again",
+                dir.display(),
+                files::META
+            )));
+        }
         let summary: Summary = read_json(&dir.join(files::SUMMARY))?;
         let (l, h) = (meta.model.n_layers, meta.model.n_heads);
         let lh = [l, h];

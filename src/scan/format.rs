@@ -81,6 +81,34 @@ pub struct Meta {
     /// Wall-clock time of each step of the scan, in the order run (absent in directories of older versions).
     #[serde(default)]
     pub step_seconds: Vec<StepTime>,
+    /// The command that wrote the directory, argument by argument (absent in directories of older versions).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// `true`: every analysis file was written before this `meta.json` (the last data file a scan writes).
+    /// `report` and the other readers refuse a directory without it.
+    #[serde(default)]
+    pub complete: bool,
+}
+
+impl Meta {
+    /// Why the directory this `meta.json` describes is not a complete scan a report may read, if it is not:
+    /// no completion mark, no command, or no model hash.
+    pub fn incomplete(&self) -> Option<&'static str> {
+        let hash_ok = self.model_sha256.len() == 64
+            && self
+                .model_sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !self.complete {
+            Some("it does not record a completed scan (\"complete\": true)")
+        } else if self.command.is_empty() {
+            Some("it does not record the command that wrote it")
+        } else if !hash_ok {
+            Some("it does not record the model file's sha256")
+        } else {
+            None
+        }
+    }
 }
 
 /// The time one step of a scan took.

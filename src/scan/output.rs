@@ -12,8 +12,8 @@ use crate::model::Model;
 use crate::numeric::Real;
 use std::path::Path;
 
-/// Writes `meta.json`, `summary.json`, `summary.txt`, `prompts.json`, and every array of the analyses that
-/// ran, into `dir` (created if needed).
+/// Writes `summary.json`, `summary.txt`, `prompts.json`, every array of the analyses that ran, and last
+/// `meta.json` (whose `complete` marks a finished scan), into `dir` (created if needed).
 pub fn write<T: Real>(
     dir: &Path,
     model: &Model<T>,
@@ -24,7 +24,6 @@ pub fn write<T: Real>(
     summary_text: &str,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    write_json(&dir.join(files::META), meta)?;
     write_json(&dir.join(files::SUMMARY), &outcome.summary)?;
     write_json(&dir.join(files::PROMPTS), prompts)?;
     write_atomic(&dir.join(files::SUMMARY_TEXT), |w| {
@@ -67,7 +66,7 @@ pub fn write<T: Real>(
             report,
         )?;
     }
-    Ok(())
+    write_json(&dir.join(files::META), meta)
 }
 
 fn write_set(

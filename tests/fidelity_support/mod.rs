@@ -168,6 +168,7 @@ pub fn check_case_with<T: Real + NpyElement>(
         &ReferenceRequest {
             layers: case.layers.clone(),
             rows: case.rows.clone(),
+            command: Vec::new(),
         },
         out.path(),
     )

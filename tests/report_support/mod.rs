@@ -613,6 +613,10 @@ pub fn write_example(dir: &Path) {
         ]
         .map(String::from)
         .to_vec(),
+        command: ["ropescope", "scan", "synthetic-2x3.gguf"]
+            .map(String::from)
+            .to_vec(),
+        complete: true,
         elapsed_seconds: 1.5,
         step_seconds: vec![StepTime {
             step: "natural prompts".into(),
