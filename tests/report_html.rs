@@ -209,7 +209,8 @@ fn findings_open_the_page_with_the_files_numbers() {
 /// scan's leftovers, an older version's output) is refused by every reader, exit 3, naming what is missing.
 #[test]
 fn a_directory_without_its_completion_record_is_refused() {
-    let edits: [(&str, fn(&mut serde_json::Value)); 4] = [
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 4] = [
         ("\"complete\": true", |m| m["complete"] = false.into()),
         ("\"complete\": true", |m| {
             m.as_object_mut().unwrap().remove("complete");
