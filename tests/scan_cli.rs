@@ -315,3 +315,48 @@ fn a_scan_without_label_analyses_warns_that_every_head_is_mixed() {
     assert_eq!(summary.warnings.len(), 1);
     assert!(summary.heads.iter().all(|h| h.label == "mixed"));
 }
+
+/// The pre-flight counts what the scan keeps, against the memory available (capped here by
+/// `ROPESCOPE_MAX_MEMORY`): a scan that cannot fit is refused before any work, exit 5, saying what it needs,
+/// what is available and which options reduce it; a malformed cap is a bad argument.
+#[test]
+fn scan_larger_than_memory_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_model(dir.path());
+    let prompt = write_prompt(dir.path(), "a.npy", 40);
+    let out = dir.path().join("out");
+    let run = |limit: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ropescope"))
+            .env("ROPESCOPE_MAX_MEMORY", limit)
+            .arg("scan")
+            .arg(&model)
+            .arg("--prompts")
+            .arg(&prompt)
+            .args(["--delta-max", "4", "--quiet", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let small = run("1K");
+    let err = String::from_utf8_lossy(&small.stderr);
+    assert_eq!(small.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("a 40-token run needs about")
+            && err.contains("MiB for the results it keeps")
+            && err.contains(
+                "0 MiB are available; shorten the prompts (--length), or leave out analyses"
+            ),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let bad = run("lots");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr)
+        .contains("ROPESCOPE_MAX_MEMORY=\"lots\" is not a size"));
+    let ample = run("64G");
+    assert!(
+        ample.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ample.stderr)
+    );
+}

@@ -99,9 +99,15 @@ fn run_in<T: Real>(
     let model = Model::<T>::load(file).context("loading the model")?;
     let c = &model.config;
     let natural = natural_set(args, file)?;
+    let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);
+    let retained = crate::scan::memory::retained_bytes(&model, longest, params);
     for p in &natural {
         model
-            .validate(&p.ids)
+            .validate_with_capture(
+                &p.ids,
+                retained,
+                "; shorten the prompts (--length), or leave out analyses (--analyses)",
+            )
             .with_context(|| format!("prompt '{}'", p.source))?;
         if params.delta_max >= p.ids.len() {
             refuse!(

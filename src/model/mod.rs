@@ -100,22 +100,22 @@ impl<T: Real> Model<T> {
         }
         let work = self.activation_bytes(ids.len());
         let need = work.saturating_add(capture_bytes);
-        if let Some(avail) = available_memory() {
+        if let Some(avail) = available_memory()? {
             if need > avail {
                 let kept = if capture_bytes > 0 {
                     format!(
-                        " ({} MiB for the forward pass, {} MiB for the results it keeps)",
-                        work >> 20,
-                        capture_bytes >> 20
+                        " ({} for the forward pass, {} for the results it keeps)",
+                        mib(work),
+                        mib(capture_bytes)
                     )
                 } else {
                     String::new()
                 };
                 return Err(Error::Resource(format!(
-                    "a {}-token run needs about {} MiB of memory{kept}; {} MiB are available{reduce}",
+                    "a {}-token run needs about {} of memory{kept}; {} are available{reduce}",
                     ids.len(),
-                    need >> 20,
-                    avail >> 20
+                    mib(need),
+                    mib(avail)
                 )));
             }
         }
@@ -312,10 +312,53 @@ fn add_into<T: Real>(x: &mut [T], y: &[T]) {
         .for_each(|(a, &b)| *a = *a + b);
 }
 
-/// Bytes of memory available to this process (Linux `MemAvailable`), if known.
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+/// `bytes` in MiB, whole from 10 MiB up, with two decimals below.
+fn mib(bytes: u64) -> String {
+    let m = bytes as f64 / (1u64 << 20) as f64;
+    if m >= 10.0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{m:.2} MiB")
+    }
+}
+
+/// Environment variable that caps the memory runs may plan to use, in bytes or with a binary suffix (`512M`,
+/// `2G`): for shared machines, and to try the pre-flight refusals.
+pub const MEMORY_LIMIT_VAR: &str = "ROPESCOPE_MAX_MEMORY";
+
+/// Bytes of memory available to this process: Linux's `MemAvailable`, lowered by [`MEMORY_LIMIT_VAR`] when set;
+/// `None` when neither is known. A malformed limit is an error.
+fn available_memory() -> Result<Option<u64>> {
+    let os = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib.saturating_mul(1024))
+        });
+    let limit = match std::env::var(MEMORY_LIMIT_VAR) {
+        Ok(v) => Some(parse_size(&v).ok_or_else(|| {
+            Error::Argument(format!(
+                "{MEMORY_LIMIT_VAR}={v:?} is not a size (bytes, or a number with K, M, G or T)"
+            ))
+        })?),
+        Err(_) => None,
+    };
+    Ok(match (os, limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
+/// `123`, `512K`, `64M`, `2G`, `1T` (binary multiples) as bytes.
+fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last()? {
+        (i, 'K' | 'k') => (&t[..i], 10),
+        (i, 'M' | 'm') => (&t[..i], 20),
+        (i, 'G' | 'g') => (&t[..i], 30),
+        (i, 'T' | 't') => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(1u64 << shift)
 }

@@ -8,6 +8,7 @@ pub mod external;
 pub mod format;
 pub mod labels;
 pub mod measure;
+pub mod memory;
 mod optional;
 pub mod output;
 pub mod params;
