@@ -136,7 +136,13 @@ fn split_regex(pre: Option<&str>) -> Result<Regex> {
             )))
         }
     }
-    Regex::new(GPT2_SPLIT).map_err(|e| Error::Tokenizer(format!("pre-tokenizer regex: {e}")))
+    // Compiled once per process: building the look-ahead regex costs more than the rest of a tokenizer's
+    // construction from metadata.
+    static SPLIT: std::sync::OnceLock<std::result::Result<Regex, String>> = std::sync::OnceLock::new();
+    SPLIT
+        .get_or_init(|| Regex::new(GPT2_SPLIT).map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|e| Error::Tokenizer(format!("pre-tokenizer regex: {e}")))
 }
 
 /// The merges of `tokenizer.ggml.merges` by pair of ids, ranked by their order in the file (a pair listed twice
