@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod headlines;
 
 use ropescope::export::{npy, write_json};
@@ -303,7 +304,11 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             &[sh.layers, sh.heads, sh.dmax + 1],
             &slash[set],
         );
-        npy64(&files::for_set(files::SINK, name), &[sh.layers, sh.heads], &sink[set]);
+        npy64(
+            &files::for_set(files::SINK, name),
+            &[sh.layers, sh.heads],
+            &sink[set],
+        );
         npy::write(
             &dir.join(files::for_set(files::ATTENTION_MAP, name)),
             &[sh.layers, sh.heads, sh.m, sh.m],
@@ -355,7 +360,7 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
     npy64(
         files::CHUNK_FREQUENCY,
         &[sh.layers, sh.c],
-        &[g.clone(), g.clone()].concat(),
+        &g.repeat(sh.layers),
     );
     let cone = lh(&|l, h| vec![0.3 + 0.1 * l as f64, 0.9 + 0.05 * h as f64]);
     npy64(files::CONE_Q, &[sh.layers, sh.heads, 2], &cone);
@@ -455,7 +460,8 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
     }]});
     write_json(&dir.join("cauchy_schwarz.json"), &cauchy_schwarz).unwrap();
 
-    let record = |a, report: &serde_json::Value, l, h| head_record(a, report, (sh.layers, sh.heads), (l, h));
+    let record =
+        |a, report: &serde_json::Value, l, h| head_record(a, report, (sh.layers, sh.heads), (l, h));
     let mut heads = Vec::new();
     let (mut nat, mut ran) = (Vec::new(), Vec::new());
     for l in 0..sh.layers {
@@ -682,7 +688,8 @@ pub fn example() -> tempfile::TempDir {
 }
 
 /// Checks that `text` is well-formed XML as far as a report needs: tags balanced and properly nested, attribute
-/// quotes closed, no stray `<` or `&` in text. Returns the first problem.
+/// quotes closed, no stray `<` or `&` in text; a `<script>`'s content is raw text, as in HTML. Returns the first
+/// problem.
 pub fn check_xml(text: &str) -> Result<(), String> {
     let mut stack: Vec<String> = Vec::new();
     let mut rest = text;
@@ -711,6 +718,10 @@ pub fn check_xml(text: &str) -> Result<(), String> {
         } else if !tag.ends_with('/') {
             let name = tag.split(|c: char| c.is_whitespace()).next().unwrap_or("");
             stack.push(name.to_string());
+            if name == "script" {
+                // Raw text, as HTML reads it: up to the closing tag, whatever it holds.
+                rest = &rest[rest.find("</script>").ok_or("unclosed <script>")?..];
+            }
         }
     }
     check_text(rest)?;
