@@ -64,6 +64,10 @@ fn report_is_self_contained_and_well_formed() {
     assert!(html.contains(&"0f".repeat(32)), "model hash");
     assert!(html.contains("delta_max"), "parameters");
     assert!(
+        html.contains("<tr><td>natural prompts</td><td>1.25</td><td>83.3%</td></tr>"),
+        "meta.json's step_seconds, with each step's share of the scan"
+    );
+    assert!(
         html.contains("<td>NoPE (p = 0)</td><td>3.5000</td>"),
         "ablation variant with its loss change on a head's card"
     );
