@@ -18,14 +18,43 @@ fn report_is_self_contained_and_well_formed() {
     let html = report_of(dir.path());
     let body = html.strip_prefix("<!DOCTYPE html>\n").expect("doctype");
     check_xml(body).unwrap();
-    // The only URL is the SVG namespace, which is an identifier, not a fetch.
+    // The only URL is the SVG namespace, which is an identifier, not a fetch. The one script is inline and
+    // fetches nothing: the figures' data are JSON blocks in the page.
     let without_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
     for bad in [
-        "http://", "https://", "//cdn", " src=", "<script", "<link", "@import", "url(",
+        "http://",
+        "https://",
+        "//cdn",
+        " src=",
+        "<link",
+        "@import",
+        "url(",
+        "fetch(",
+        "XMLHttpRequest",
+        "import(",
+        "<iframe",
     ] {
         assert!(!without_ns.contains(bad), "report contains {bad:?}");
     }
-    for href in without_ns.split("href=\"").skip(1) {
+    let scripts: Vec<&str> = html.split("<script").skip(1).collect();
+    assert_eq!(
+        scripts.iter().filter(|s| s.starts_with('>')).count(),
+        1,
+        "one inline script"
+    );
+    assert!(scripts
+        .iter()
+        .all(|s| s.starts_with('>') || s.starts_with(" type=\"application/json\" id=\"")));
+    // Links outside the script: fragments of the page or embedded images.
+    let markup: String = without_ns
+        .split("<script")
+        .enumerate()
+        .map(|(i, part)| match i {
+            0 => part,
+            _ => part.split_once("</script>").map_or("", |(_, after)| after),
+        })
+        .collect();
+    for href in markup.split("href=\"").skip(1) {
         assert!(
             href.starts_with('#') || href.starts_with("data:image/png;base64,"),
             "external href {:?}",
@@ -34,6 +63,10 @@ fn report_is_self_contained_and_well_formed() {
     }
     assert!(html.contains(&"0f".repeat(32)), "model hash");
     assert!(html.contains("delta_max"), "parameters");
+    assert!(
+        html.contains("<tr><td>natural prompts</td><td>1.25</td><td>83.3%</td></tr>"),
+        "meta.json's step_seconds, with each step's share of the scan"
+    );
     assert!(
         html.contains("<td>NoPE (p = 0)</td><td>3.5000</td>"),
         "ablation variant with its loss change on a head's card"
@@ -136,7 +169,8 @@ fn missing_analyses_are_noted_not_fatal() {
         assert!(html.contains(note), "{note}");
     }
     assert!(
-        html.contains("id=\"L0H0_attention_natural\"><svg"),
+        html.contains("<figure id=\"L0H0_attention_natural\"></figure>")
+            && html.contains("\"name\":\"L0H0_attention_natural\""),
         "the natural map is still drawn"
     );
 }
@@ -203,6 +237,9 @@ fn findings_open_the_page_with_the_files_numbers() {
         html.contains("mean angle to the mean direction 68.8°"),
         "cone in degrees"
     );
+    // One unit per quantity: every angle on the page is in degrees, the cards' cone records too.
+    assert!(html.contains("q_mean_angle_deg = "));
+    assert!(!html.contains("_angle = "), "an angle in radians");
 }
 
 /// A directory whose `meta.json` does not record a finished scan, its command and its model's hash (a killed

@@ -2,10 +2,8 @@
 //! `ropescope figures` both take their figures from here, so the two always agree.
 
 use super::data::{ScanData, Tensor};
-use super::figures::{
-    bars, block_mean, heatmap, label_colour, lines, scatter, HeatmapStyle, Labels, Matrix, Point,
-    Series,
-};
+use super::figures::{block_mean, label_colour, Point};
+use super::spec::{Heat, NamedSeries, Plot, Spec, Text};
 use super::svg::{tick_label, Scale};
 use crate::scan::labels::POSYM_FIELDS;
 
@@ -22,14 +20,47 @@ pub struct Figure {
     pub content: Result<String, String>,
 }
 
-impl Figure {
-    fn new(name: String, title: String, content: Result<String, String>) -> Self {
-        Self {
-            name,
-            title,
-            content,
+/// One figure as data: a file-name stem, a title, and its [`Spec`] or why there is none.
+pub struct FigureSpec {
+    /// File-name stem, also the HTML anchor of the figure.
+    pub name: String,
+    /// Human title.
+    pub title: String,
+    /// What the figure shows, or the reason it is absent (`not run: …`).
+    pub spec: Result<Spec, String>,
+}
+
+impl FigureSpec {
+    fn new(name: String, title: String, spec: Result<Spec, String>) -> Self {
+        Self { name, title, spec }
+    }
+
+    /// The figure drawn as SVG.
+    pub fn render(self) -> Figure {
+        Figure {
+            content: self.spec.map(|s| s.svg()),
+            name: self.name,
+            title: self.title,
         }
     }
+}
+
+/// A figure's text.
+fn text(title: &str, x: &str, y: &str, caption: Vec<String>) -> Text {
+    Text {
+        title: title.into(),
+        x: x.into(),
+        y: y.into(),
+        caption,
+    }
+}
+
+/// Owned copies of named series, skipping absent ones.
+fn named<'a>(series: impl IntoIterator<Item = (&'a str, Option<&'a [f64]>)>) -> Vec<NamedSeries> {
+    series
+        .into_iter()
+        .filter_map(|(name, v)| Some((name.to_string(), v?.to_vec())))
+        .collect()
 }
 
 /// The "not run" reason of a figure whose files are absent.
@@ -45,6 +76,21 @@ pub struct Options {
     pub max_map_side: Option<usize>,
 }
 
+/// Which part of an attention map a figure shows, and at what resolution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MapView {
+    /// The whole map, block-averaged further to at most this side (`None`: the file's map as it is).
+    Whole(Option<usize>),
+    /// The first rows of the file's map (query bins) and their causal columns, at the file's resolution.
+    FirstRows(usize),
+}
+
+impl From<Options> for MapView {
+    fn from(opts: Options) -> Self {
+        MapView::Whole(opts.max_map_side)
+    }
+}
+
 /// Every figure: the model-wide ones, then each head's.
 pub fn all(data: &ScanData, opts: Options) -> Vec<Figure> {
     let mut out = model_wide(data);
@@ -56,6 +102,15 @@ pub fn all(data: &ScanData, opts: Options) -> Vec<Figure> {
 
 /// Model-wide figures: the positional–symbolic plane and the frequency-usage heatmaps.
 pub fn model_wide(data: &ScanData) -> Vec<Figure> {
+    model_wide_specs(data)
+        .into_iter()
+        .map(FigureSpec::render)
+        .collect()
+}
+
+/// Model-wide figures as data: the positional–symbolic plane, then the frequency-usage heatmaps (per layer,
+/// q then k, each followed by its layer overview).
+pub fn model_wide_specs(data: &ScanData) -> Vec<FigureSpec> {
     let mut out = vec![posym_plane(data)];
     out.extend(frequency_usage(data));
     out
@@ -63,9 +118,17 @@ pub fn model_wide(data: &ScanData) -> Vec<Figure> {
 
 /// One head's figures: attention maps (natural, random), slash profile, chunk norms, A_l spectrum, rank.
 pub fn head(data: &ScanData, layer: usize, head: usize, opts: Options) -> Vec<Figure> {
+    head_specs(data, layer, head, opts.into())
+        .into_iter()
+        .map(FigureSpec::render)
+        .collect()
+}
+
+/// One head's figures as data, attention maps as `view` says.
+pub fn head_specs(data: &ScanData, layer: usize, head: usize, view: MapView) -> Vec<FigureSpec> {
     let tag = format!("L{layer}H{head}");
-    let mut out: Vec<Figure> = (0..2)
-        .map(|set| attention(data, (layer, head), set, opts))
+    let mut out: Vec<FigureSpec> = (0..2)
+        .map(|set| attention(data, (layer, head), set, view))
         .collect();
     out.push(slash_profile(data, layer, head));
     out.push(chunk_norms(data, layer, head));
@@ -81,73 +144,121 @@ fn set_name(set: usize) -> &'static str {
     ["natural", "random"][set]
 }
 
-/// Attention map of the set's first prompt, downsampled for display when needed (said in the caption).
-fn attention(data: &ScanData, (l, h): (usize, usize), set: usize, opts: Options) -> Figure {
+/// Attention map of the set's first prompt: the whole map, downsampled for display when needed, or its first
+/// rows at the file's resolution (said in the caption either way).
+fn attention(data: &ScanData, (l, h): (usize, usize), set: usize, view: MapView) -> FigureSpec {
     let name = format!("attention_{}", set_name(set));
     let title = format!("L{l}H{h} · attention, {} prompt", set_name(set));
     let file = format!("attention_map_{}.npy", set_name(set));
     let Some(map) = data.attention[set].as_ref().and_then(|t| t.at(&[l, h])) else {
-        return Figure::new(name, title, Err(not_run("slash", &file)));
+        return FigureSpec::new(name, title, Err(not_run("slash", &file)));
     };
     let side = data.attention[set].as_ref().map_or(0, |t| t.shape[2]);
     let n = data.first_prompt_length(set).unwrap_or(side);
-    let shown = opts.max_map_side.map_or(side, |m| m.min(side));
-    let values = block_mean(map, side, shown);
-    let mut caption = vec![format!(
-        "first {} prompt, N = {n} tokens; colour ∝ √attention",
-        set_name(set)
-    )];
-    if shown < n {
-        let block = n as f64 / shown as f64;
-        caption.push(format!(
-            "downsampled: {shown}×{shown} cells, each the mean of a {}×{} block",
-            tick_label(block),
-            tick_label(block)
-        ));
-        caption.push("of the N×N map (future entries count as 0)".into());
-    }
-    let labels = Labels {
-        title: &title,
-        x: "key position j",
-        y: "query position i",
-        caption: &caption,
-    };
-    let style = HeatmapStyle {
+    let heat = |values: Vec<f64>, rows: usize, causal: bool, extent: f64| Heat {
+        values,
+        rows,
+        cols: rows,
+        causal,
         scale: Scale::Sqrt,
-        colour_label: "attn",
+        colour_label: "attn".into(),
         xticks: Vec::new(),
-        y_range: (0.0, n as f64),
-        x_range: (0.0, n as f64),
+        y_range: (0.0, extent),
+        x_range: (0.0, extent),
         categorical_rows: false,
+        range: None,
     };
-    let m = Matrix {
-        values: &values,
-        rows: shown,
-        cols: shown,
+    let (caption, heat) = match view {
+        MapView::Whole(max_side) => {
+            let shown = max_side.map_or(side, |m| m.min(side));
+            let values = block_mean(map, side, shown);
+            let mut caption = vec![format!(
+                "first {} prompt, N = {n} tokens; colour ∝ √attention",
+                set_name(set)
+            )];
+            if shown < n {
+                let block = n as f64 / shown as f64;
+                caption.push(format!(
+                    "downsampled: {shown}×{shown} cells, each the mean of a {}×{} block",
+                    tick_label(block),
+                    tick_label(block)
+                ));
+                caption.push("of the N×N map (future entries count as 0)".into());
+            }
+            (caption, heat(values, shown, false, n as f64))
+        }
+        MapView::FirstRows(rows) => {
+            let rows = rows.min(side);
+            let values: Vec<f64> = (0..rows)
+                .flat_map(|r| map[r * side..r * side + rows].iter().copied())
+                .collect();
+            let block = n as f64 / side.max(1) as f64;
+            let extent = rows as f64 * block;
+            // The first row's cell is the same in every head (its queries see only its own keys, so it holds
+            // their whole attention: 1 / block), so the colours run to the largest cell below it.
+            let below = if rows > 1 {
+                &values[rows..]
+            } else {
+                &values[..]
+            };
+            let (_, hi) = super::figures::value_range(below);
+            let first = values.first().copied().unwrap_or(0.0);
+            let cells = if side < n {
+                format!(
+                    "cells as in {file}: each the mean of a {}×{} block",
+                    tick_label(block),
+                    tick_label(block)
+                )
+            } else {
+                format!("cells as in {file}: one token each")
+            };
+            let mut caption = vec![
+                format!(
+                    "first {} prompt (N = {n} tokens): queries 0–{}, all their keys",
+                    set_name(set),
+                    (extent.ceil() as usize).max(1) - 1
+                ),
+                cells,
+            ];
+            if rows > 1 {
+                let first_queries = (block.ceil() as usize).max(1) - 1;
+                caption.push(format!(
+                    "colour ∝ √attention from 0 to {}, the largest cell below row 0",
+                    super::spec::significant(hi, 3)
+                ));
+                caption.push(format!(
+                    "(row 0 is {} in any head: queries 0–{first_queries} see only keys 0–{first_queries})",
+                    super::spec::significant(first, 3)
+                ));
+            } else {
+                caption.push(format!(
+                    "colour ∝ √attention from 0 to {}",
+                    super::spec::significant(hi, 3)
+                ));
+            }
+            let mut heat = heat(values, rows, true, extent);
+            heat.range = Some((0.0, hi));
+            (caption, heat)
+        }
     };
-    let svg = heatmap(&labels, &m, &style);
-    Figure::new(name, title, Ok(svg))
+    let spec = Spec {
+        text: text(&title, "key position j", "query position i", caption),
+        plot: Plot::Heatmap(heat),
+    };
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 /// Mean slash score over Δ, natural and random prompts, with κ.
-fn slash_profile(data: &ScanData, l: usize, h: usize) -> Figure {
+fn slash_profile(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     let (name, title) = (
         "slash".to_string(),
         format!("L{l}H{h} · slash score over Δ"),
     );
     let Some(natural) = data.slash[0].as_ref().and_then(|t| t.at(&[l, h])) else {
-        return Figure::new(name, title, Err(not_run("slash", "slash_natural.npy")));
+        return FigureSpec::new(name, title, Err(not_run("slash", "slash_natural.npy")));
     };
-    let mut series = vec![Series {
-        name: "natural",
-        values: natural,
-    }];
-    if let Some(random) = data.slash[1].as_ref().and_then(|t| t.at(&[l, h])) {
-        series.push(Series {
-            name: "random",
-            values: random,
-        });
-    }
+    let random = data.slash[1].as_ref().and_then(|t| t.at(&[l, h]));
+    let series = named([("natural", Some(natural)), ("random", random)]);
     let mut caption = Vec::new();
     if let Some(s) = head_summary(data, l, h).and_then(|s| s.slash.as_ref()) {
         caption.push(format!(
@@ -157,15 +268,15 @@ fn slash_profile(data: &ScanData, l: usize, h: usize) -> Figure {
             tick_label(s.sink)
         ));
     }
-    let labels = Labels {
-        title: &title,
-        x: "offset Δ",
-        y: "mean S[i, i−Δ]",
-        caption: &caption,
-    };
     let kappa = data.meta.parameters.kappa;
-    let svg = lines(&labels, &series, Some((kappa, "κ")));
-    Figure::new(name, title, Ok(svg))
+    let spec = Spec {
+        text: text(&title, "offset Δ", "mean S[i, i−Δ]", caption),
+        plot: Plot::Lines {
+            series,
+            reference: Some((kappa, "κ".into())),
+        },
+    };
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 /// x ticks of a chunk axis: a few chunks labelled with their frequency `g_l` (rad/token).
@@ -194,21 +305,18 @@ fn chunk_axis(data: &ScanData) -> &'static str {
 }
 
 /// Mean chunk norms of pre-RoPE q and k over frequency.
-fn chunk_norms(data: &ScanData, l: usize, h: usize) -> Figure {
+fn chunk_norms(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     let (name, title) = (
         "chunk_norms".to_string(),
         format!("L{l}H{h} · q, k chunk norms"),
     );
     let q = data.chunk_norms_q.as_ref().and_then(|t| t.at(&[l, h]));
     let k = data.chunk_norms_k.as_ref().and_then(|t| t.at(&[l, h]));
-    let series: Vec<Series> = [("q", q), ("k", k)]
-        .into_iter()
-        .filter_map(|(name, v)| Some(Series { name, values: v? }))
-        .collect();
+    let series = named([("q", q), ("k", k)]);
     if series.is_empty() {
-        return Figure::new(name, title, Err(not_run("frequency", "chunk_norms_*.npy")));
+        return FigureSpec::new(name, title, Err(not_run("frequency", "chunk_norms_*.npy")));
     }
-    let n = series[0].values.len();
+    let n = series[0].1.len();
     let caption = match head_summary(data, l, h).and_then(|s| s.frequency.as_ref()) {
         Some(f) => vec![format!(
             "q share low/med/high {}/{}/{}; k {}/{}/{}",
@@ -221,14 +329,14 @@ fn chunk_norms(data: &ScanData, l: usize, h: usize) -> Figure {
         )],
         None => Vec::new(),
     };
-    let labels = Labels {
-        title: &title,
-        x: chunk_axis(data),
-        y: "mean ‖chunk‖₂",
-        caption: &caption,
+    let spec = Spec {
+        text: text(&title, chunk_axis(data), "mean ‖chunk‖₂", caption),
+        plot: Plot::Bars {
+            series,
+            xticks: chunk_ticks(data, l, n),
+        },
     };
-    let svg = bars(&labels, &series, &chunk_ticks(data, l, n));
-    Figure::new(name, title, Ok(svg))
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 fn pct(v: f64) -> String {
@@ -236,13 +344,13 @@ fn pct(v: f64) -> String {
 }
 
 /// The Fourier amplitudes `A_l` of the mean query and key.
-fn spectrum(data: &ScanData, l: usize, h: usize) -> Figure {
+fn spectrum(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     let (name, title) = (
         "spectrum".to_string(),
         format!("L{l}H{h} · logit spectrum A_l"),
     );
     let Some(a) = data.fourier_amplitude.as_ref().and_then(|t| t.at(&[l, h])) else {
-        return Figure::new(
+        return FigureSpec::new(
             name,
             title,
             Err(not_run("fourier", "fourier_amplitude_natural.npy")),
@@ -257,22 +365,18 @@ fn spectrum(data: &ScanData, l: usize, h: usize) -> Figure {
         )],
         None => Vec::new(),
     };
-    let labels = Labels {
-        title: &title,
-        x: chunk_axis(data),
-        y: "A_l = ‖q̄⁽ˡ⁾‖ ‖k̄⁽ˡ⁾‖",
-        caption: &caption,
+    let spec = Spec {
+        text: text(&title, chunk_axis(data), "A_l = ‖q̄⁽ˡ⁾‖ ‖k̄⁽ˡ⁾‖", caption),
+        plot: Plot::Bars {
+            series: named([("A_l", Some(a))]),
+            xticks: chunk_ticks(data, l, a.len()),
+        },
     };
-    let series = [Series {
-        name: "A_l",
-        values: a,
-    }];
-    let svg = bars(&labels, &series, &chunk_ticks(data, l, a.len()));
-    Figure::new(name, title, Ok(svg))
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 /// Shares `σ_k² / Σσ²` of the leading singular values of the stacked pre-RoPE queries and keys.
-fn rank(data: &ScanData, l: usize, h: usize) -> Figure {
+fn rank(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     let (name, title) = ("rank".to_string(), format!("L{l}H{h} · rank-one structure"));
     let share = |t: &Option<Tensor>| -> Option<Vec<f64>> {
         let s = t.as_ref()?.at(&[l, h])?;
@@ -286,12 +390,9 @@ fn rank(data: &ScanData, l: usize, h: usize) -> Figure {
         )
     };
     let (q, k) = (share(&data.singular_q), share(&data.singular_k));
-    let series: Vec<Series> = [("q", q.as_deref()), ("k", k.as_deref())]
-        .into_iter()
-        .filter_map(|(name, v)| Some(Series { name, values: v? }))
-        .collect();
+    let series = named([("q", q.as_deref()), ("k", k.as_deref())]);
     if series.is_empty() {
-        return Figure::new(name, title, Err(not_run("rank", "singular_values_*.npy")));
+        return FigureSpec::new(name, title, Err(not_run("rank", "singular_values_*.npy")));
     }
     let caption = match head_summary(data, l, h).and_then(|s| s.rank.as_ref()) {
         Some(r) => vec![format!(
@@ -303,19 +404,21 @@ fn rank(data: &ScanData, l: usize, h: usize) -> Figure {
         )],
         None => Vec::new(),
     };
-    let labels = Labels {
-        title: &title,
-        x: "singular value k (largest first)",
-        y: "σ_k² / Σσ²",
-        caption: &caption,
-    };
-    let n = series[0].values.len();
-    let ticks: Vec<(f64, String)> = (0..n)
+    let n = series[0].1.len();
+    let xticks: Vec<(f64, String)> = (0..n)
         .step_by(n.div_ceil(6).max(1))
         .map(|k| (k as f64, (k + 1).to_string()))
         .collect();
-    let svg = bars(&labels, &series, &ticks);
-    Figure::new(name, title, Ok(svg))
+    let spec = Spec {
+        text: text(
+            &title,
+            "singular value k (largest first)",
+            "σ_k² / Σσ²",
+            caption,
+        ),
+        plot: Plot::Bars { series, xticks },
+    };
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 /// The summary of head `(l, h)`.
@@ -334,7 +437,7 @@ pub fn posym_scores(h: &crate::scan::format::HeadSummary) -> Option<(f64, f64)> 
 }
 
 /// All heads on the positional–symbolic plane, coloured by label.
-fn posym_plane(data: &ScanData) -> Figure {
+fn posym_plane(data: &ScanData) -> FigureSpec {
     let (name, title) = (
         "posym_plane".to_string(),
         "positional–symbolic plane".to_string(),
@@ -358,28 +461,30 @@ fn posym_plane(data: &ScanData) -> Figure {
         });
     }
     if points.is_empty() {
-        return Figure::new(name, title, Err(not_run("posym", "posym.json")));
+        return FigureSpec::new(name, title, Err(not_run("posym", "posym.json")));
     }
     let caption = vec![format!("{} heads; dashed: s_pos = s_sym", points.len())];
-    let labels = Labels {
-        title: &title,
-        x: "positional score s_pos",
-        y: "symbolic score s_sym",
-        caption: &caption,
+    let spec = Spec {
+        text: text(
+            &title,
+            "positional score s_pos",
+            "symbolic score s_sym",
+            caption,
+        ),
+        plot: Plot::Scatter { points, legend },
     };
-    let svg = scatter(&labels, &points, &legend);
-    Figure::new(name, title, Ok(svg))
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 /// Frequency-usage heatmaps (Barbero et al., Figs 3–4): per layer, head × chunk mean norms of q and of k, and
 /// the layer × chunk mean over heads.
-fn frequency_usage(data: &ScanData) -> Vec<Figure> {
+fn frequency_usage(data: &ScanData) -> Vec<FigureSpec> {
     let (l_count, h_count) = (data.meta.model.n_layers, data.meta.model.n_heads);
     let mut out = Vec::new();
     for (which, tensor) in [("q", &data.chunk_norms_q), ("k", &data.chunk_norms_k)] {
         let Some(t) = tensor else {
             let file = format!("chunk_norms_{which}_natural.npy");
-            out.push(Figure::new(
+            out.push(FigureSpec::new(
                 format!("frequency_usage_{which}"),
                 format!("frequency usage of {which}"),
                 Err(not_run("frequency", &file)),
@@ -390,12 +495,8 @@ fn frequency_usage(data: &ScanData) -> Vec<Figure> {
         for l in 0..l_count {
             let Some(values) = t.at(&[l]) else { continue };
             let title = format!("frequency usage of {which}, layer {l}");
-            let m = Matrix {
-                values,
-                rows: h_count,
-                cols: c,
-            };
-            out.push(usage_map(data, (&title, "head"), &m, which, Some(l)));
+            let m = (values.to_vec(), h_count, c);
+            out.push(usage_map(data, (&title, "head"), m, which, Some(l)));
         }
         let means: Vec<f64> = (0..l_count * c)
             .map(|i| {
@@ -407,50 +508,53 @@ fn frequency_usage(data: &ScanData) -> Vec<Figure> {
             })
             .collect();
         let title = format!("frequency usage of {which}, layers (mean over heads)");
-        let m = Matrix {
-            values: &means,
-            rows: l_count,
-            cols: c,
-        };
-        out.push(usage_map(data, (&title, "layer"), &m, which, None));
+        out.push(usage_map(
+            data,
+            (&title, "layer"),
+            (means, l_count, c),
+            which,
+            None,
+        ));
     }
     out
 }
 
-/// One frequency-usage heatmap: of one layer's heads, or (`layer` `None`) of the layers.
+/// One frequency-usage heatmap of a `(values, rows, cols)` matrix: of one layer's heads, or (`layer` `None`)
+/// of the layers.
 fn usage_map(
     data: &ScanData,
-    (title, rows): (&str, &str),
-    m: &Matrix,
+    (title, rows_name): (&str, &str),
+    (values, rows, cols): (Vec<f64>, usize, usize),
     which: &str,
     layer: Option<usize>,
-) -> Figure {
-    let colour_label = format!("‖{which}‖");
+) -> FigureSpec {
     let caption = vec![format!(
         "mean ‖{which}^(l)‖₂ over all tokens of the natural prompts"
     )];
-    let labels = Labels {
-        title,
-        x: chunk_axis(data),
-        y: rows,
-        caption: &caption,
-    };
-    let xticks = chunk_ticks(data, layer.unwrap_or(0), m.cols)
+    let xticks = chunk_ticks(data, layer.unwrap_or(0), cols)
         .into_iter()
         .map(|(c, s)| (c + 0.5, s))
         .collect();
-    let style = HeatmapStyle {
+    let heat = Heat {
+        values,
+        rows,
+        cols,
+        causal: false,
         scale: Scale::Linear,
-        colour_label: &colour_label,
+        colour_label: format!("‖{which}‖"),
         xticks,
-        y_range: (0.0, m.rows as f64),
-        x_range: (0.0, m.cols as f64),
+        y_range: (0.0, rows as f64),
+        x_range: (0.0, cols as f64),
         categorical_rows: true,
+        range: None,
     };
     let name = match layer {
         Some(l) => format!("frequency_usage_{which}_L{l}"),
         None => format!("frequency_usage_{which}_layers"),
     };
-    let svg = heatmap(&labels, m, &style);
-    Figure::new(name, title.to_string(), Ok(svg))
+    let spec = Spec {
+        text: text(title, chunk_axis(data), rows_name, caption),
+        plot: Plot::Heatmap(heat),
+    };
+    FigureSpec::new(name, title.to_string(), Ok(spec))
 }

@@ -161,6 +161,7 @@ pub fn lines(labels: &Labels, series: &[Series], reference: Option<(f64, &str)>)
 }
 
 /// A point of a scatter plane.
+#[derive(Clone, Debug)]
 pub struct Point {
     /// x in `[0, 1]`.
     pub x: f64,
@@ -221,15 +222,14 @@ pub struct HeatmapStyle<'a> {
     pub x_range: (f64, f64),
     /// Rows are categories (heads, layers): label row centres with their index instead of numeric ticks.
     pub categorical_rows: bool,
+    /// The colour range `(lo, hi)`, values beyond it saturating; `None`: [`value_range`] of the values.
+    pub range: Option<(f64, f64)>,
 }
 
 /// A heatmap (a pixelated raster, top row first) with axes and a colour bar scaled to the data's range.
 pub fn heatmap(labels: &Labels, m: &Matrix, style: &HeatmapStyle) -> String {
     let (mut svg, mut plot) = canvas(labels, 64.0);
-    let finite = || m.values.iter().copied().filter(|v| v.is_finite());
-    let hi = finite().fold(f64::NEG_INFINITY, f64::max);
-    let lo = finite().fold(f64::INFINITY, f64::min).min(0.0);
-    let (lo, hi) = if hi > lo { (lo, hi) } else { (0.0, 1.0) };
+    let (lo, hi) = style.range.unwrap_or_else(|| value_range(m.values));
     if m.rows > 0 && m.cols > 0 && m.values.len() == m.rows * m.cols {
         let uri = png::data_uri(m.cols, m.rows, |r, c| {
             viridis(style.scale.unit(m.values[r * m.cols + c], lo, hi))
@@ -260,6 +260,19 @@ pub fn heatmap(labels: &Labels, m: &Matrix, style: &HeatmapStyle) -> String {
     };
     plot.axes(&mut svg, (&xticks, &yticks), labels.x, labels.y);
     svg.finish()
+}
+
+/// The colour range of a heatmap: from the smallest finite value (or 0, when all are positive) to the largest;
+/// `(0, 1)` when the values do not span a range.
+pub fn value_range(values: &[f64]) -> (f64, f64) {
+    let finite = || values.iter().copied().filter(|v| v.is_finite());
+    let hi = finite().fold(f64::NEG_INFINITY, f64::max);
+    let lo = finite().fold(f64::INFINITY, f64::min).min(0.0);
+    if hi > lo {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    }
 }
 
 /// The colour of a label's grid cell (see [`super::html`]): one hue per kind of head.

@@ -45,7 +45,7 @@ fn sdh(out: &mut String, data: &ScanData) {
     let _ = write!(
         out,
         "<p>(layer, head) with mean SlashScore(Δ) ≥ κ = {} (one head may count at several Δ).</p>\
-         <table id=\"sdh-counts\"><tr><th>Δ</th><th>natural prompts</th><th>random prompts</th><th>both</th></tr>",
+         <table id=\"sdh-counts\" class=\"sortable\"><tr><th>Δ</th><th>natural prompts</th><th>random prompts</th><th>both</th></tr>",
         sets.kappa
     );
     for c in &counts {
@@ -74,7 +74,7 @@ fn sdh(out: &mut String, data: &ScanData) {
 }
 
 fn top_heads(out: &mut String, data: &ScanData) {
-    out.push_str("<h3 id=\"f-top\">Top heads of each kind</h3><table id=\"top-heads\"><tr><th>label</th><th>heads</th><th>score</th><th>strongest first</th></tr>");
+    out.push_str("<h3 id=\"f-top\">Top heads of each kind</h3><table id=\"top-heads\" class=\"sortable\"><tr><th>label</th><th>heads</th><th>score</th><th>strongest first</th></tr>");
     for t in findings::top_heads(data) {
         let heads: Vec<String> = t
             .heads
@@ -152,7 +152,7 @@ fn ablation(out: &mut String, data: &ScanData) {
     let Some(losses) = findings::ablation_losses(data) else {
         return not_run(out, "ablation");
     };
-    out.push_str("<div class=\"figs\"><table id=\"ablation-losses\"><tr><th>variant</th><th>loss change (nats)</th></tr>");
+    out.push_str("<div class=\"figs\"><table id=\"ablation-losses\" class=\"sortable\"><tr><th>variant</th><th>loss change (nats)</th></tr>");
     for (i, (v, change)) in losses.iter().enumerate() {
         let _ = write!(
             out,
@@ -212,7 +212,7 @@ fn alignment(out: &mut String, data: &ScanData) {
         out.push_str("<p class=\"missing\">no head tabled (see the warnings)</p>");
         return;
     }
-    out.push_str("<p>Mean over the tabled heads of the mean cosine between q_i and k_j after RoPE.</p><table id=\"cauchy-schwarz\"><tr><th>kind</th><th>heads</th><th>target pairs</th><th>pairs j ≤ i−2</th></tr>");
+    out.push_str("<p>Mean over the tabled heads of the mean cosine between q_i and k_j after RoPE.</p><table id=\"cauchy-schwarz\" class=\"sortable\"><tr><th>kind</th><th>heads</th><th>target pairs</th><th>pairs j ≤ i−2</th></tr>");
     for r in rows {
         let _ = write!(
             out,
@@ -232,7 +232,7 @@ fn detectors(out: &mut String, data: &ScanData) {
         return not_run(out, "detectors");
     };
     out.push_str(
-        "<table id=\"detectors\"><tr><th>pattern</th><th>strongest heads (score)</th></tr>",
+        "<table id=\"detectors\" class=\"sortable\"><tr><th>pattern</th><th>strongest heads (score)</th></tr>",
     );
     for (f, heads) in tops {
         let name = DETECTOR_FIELDS.iter().find(|d| d.0 == f).map_or(f, |d| d.1);

@@ -1,42 +1,54 @@
-//! The self-contained report page: inline CSS and SVG, no script, no network. A label-coloured layer × head
-//! grid whose cells link to each head's section (`#L{l}H{h}`), the model-wide figures and tables, the per-head
-//! sections, and the run's parameters and model hash.
+//! The self-contained report page: inline CSS, SVG and one small inline script, no network, no other file.
+//! The findings (static HTML), a label-coloured layer × head grid whose cells link to each head's card
+//! (`#L{l}H{h}`), the model-wide tables and figures, the per-head cards, and the run's parameters, step times and
+//! model hash.
+//!
+//! The page stays light by drawing figures only when asked: each head card is a closed `<details>` holding its
+//! figures as compact JSON ([`super::spec::Spec::page_json`]: plotted values to 4 significant digits, heatmap
+//! cells as one byte each), which the page's script (`page.js`) draws as SVG when the card opens, from the grid,
+//! from any head link, or from its own toggle. Tables of numbers are static HTML with the files' values.
 
-use super::catalog::{self, Figure, Options};
+use super::catalog::{self, FigureSpec, MapView};
 use super::data::ScanData;
 use super::figures::label_colour;
 use super::svg::{escape, tick_label};
 use crate::scan::external::{HEAD_SET_RULE_FIELD, IN_HEAD_SET_FIELD};
 use crate::scan::format::{HeadSummary, SlashHead};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fmt::Write;
 
-/// Side at which the report draws attention maps: 64×64 cells keep a page of a thousand heads in tens of
-/// megabytes; `ropescope figures` draws the files' full maps.
-pub const REPORT_MAP_SIDE: usize = 64;
+/// Query rows of each attention map the page embeds, at the file's own resolution (no averaging beyond the
+/// file's), with all their causal columns. With the default 512-token prompts and 256×256 maps a row is 2
+/// tokens, so the card shows queries 0–127 (8× Δmax = 16): the sink column and every slash the labels name,
+/// with room to see them settle. 64 rows are 64·65/2 = 2080 one-byte cells per map, 5.5 kB of base64 for a
+/// head's two maps, 1.5 MB for SmolLM2's 270 heads, which keeps the page under its 5 MB budget
+/// (`tests/report_browser.rs`). `ropescope figures` draws every map whole.
+pub const PAGE_MAP_ROWS: usize = 64;
 /// Longest array printed in full in a table; longer ones are cut with a count.
 const ARRAY_SHOWN: usize = 16;
 /// Rows of a matrix printed in a table.
 const MATRIX_ROWS: usize = 64;
+/// The page's script: lazy figures, head links that open cards, sortable tables.
+const SCRIPT: &str = include_str!("page.js");
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:20px;color:#222;max-width:1600px}\
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:3px;margin-top:28px}h3{font-size:15px;margin:6px 0}\
 table{border-collapse:collapse;font-size:12px;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\
 th{background:#f4f4f4}code{font-size:12px}\
+table.sortable>tbody>tr:first-child>th{cursor:pointer}th[data-dir=asc]::after{content:\" ▲\"}th[data-dir=desc]::after{content:\" ▼\"}\
 #grid td{padding:0;border:1px solid #fff}#grid th{font-weight:normal;font-size:11px;text-align:center}\
 #grid a{display:block;width:44px;height:24px;line-height:24px;text-align:center;font-size:10px;text-decoration:none;color:#111}\
 .legend span{display:inline-block;padding:2px 8px;margin:2px;font-size:11px;border-radius:2px}\
 .figs{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #eee}\
+.hover{font-size:11px;color:#555;margin:2px 6px;min-height:14px}\
 .missing{color:#888;font-style:italic;font-size:12px;padding:8px;width:360px}\
-section.head{border-top:1px solid #ddd;margin-top:14px;padding-top:4px}section.head:target{background:#fffbe6}\
+summary{cursor:pointer}summary h3{display:inline}details.lazy{margin:6px 0}\
+section.head{border-top:1px solid #ddd;margin-top:4px;padding-top:4px}section.head:target{background:#fffbe6}\
 .hash{font-family:monospace;word-break:break-all}\
 .warn{background:#fff0e0;border:1px solid #e0a060;padding:4px 10px;margin:8px 0}";
 
 /// The report page of a scan directory.
 pub fn render(data: &ScanData) -> String {
-    let opts = Options {
-        max_map_side: Some(REPORT_MAP_SIDE),
-    };
     let meta = &data.meta;
     let mut out = String::new();
     let _ = write!(
@@ -47,7 +59,8 @@ pub fn render(data: &ScanData) -> String {
     let _ = writeln!(
         out,
         "<h1>ropescope scan of {}</h1><p>{} layers × {} heads, {}; sha256 <span class=\"hash\">{}</span></p>\
-",
+         <noscript><p class=\"warn\">This page draws its figures with its own inline script, which is off: the \
+         tables are all here; <code>ropescope figures DIR</code> writes every figure as an SVG file.</p></noscript>",
         escape(&meta.model_file),
         meta.model.n_layers,
         meta.model.n_heads,
@@ -58,14 +71,84 @@ pub fn render(data: &ScanData) -> String {
     super::findings_html::render(&mut out, data);
     contents(&mut out);
     grid(&mut out, data);
-    model_wide(&mut out, data);
-    out.push_str("<h2 id=\"heads\">Heads</h2>\n");
+    let mut model_figures = Map::new();
+    model_wide(&mut out, data, &mut model_figures);
+    let _ = write!(
+        out,
+        "<h2 id=\"heads\">Heads</h2><p>Each card opens on a click (or from the grid and any head link) and then \
+         draws its figures. Attention maps show the first {PAGE_MAP_ROWS} query rows of the scan's maps at their own \
+         resolution, coloured from 0 to each map's own maximum; <code>ropescope figures DIR</code> draws them \
+         whole.</p>\n"
+    );
+    let mut head_figures = Map::new();
     for h in &data.summary.heads {
-        head_section(&mut out, data, h, opts);
+        head_section(&mut out, data, h, &mut head_figures);
     }
     run_section(&mut out, data);
-    out.push_str("</body></html>\n");
+    // The figures' data, one block per group (the script parses a block when it first draws from it): one
+    // block rather than one per card, which Chromium parses in half the time.
+    out.push_str(&json_block(MODEL_FIGURES, &Value::Object(model_figures)));
+    out.push_str(&json_block(HEAD_FIGURES, &Value::Object(head_figures)));
+    out.push_str("<script>");
+    out.push_str(SCRIPT);
+    out.push_str("</script>\n</body></html>\n");
     out
+}
+
+/// Figures into `out`: a placeholder per figure the script draws, a scatter as inline SVG, a "not run" note
+/// for a figure without data. Returns the figures the script draws, as JSON, to be filed under the key its
+/// `<details>` names (`data-figures`) in the JSON block it names (`data-block`).
+#[must_use]
+fn lazy_figures(out: &mut String, figures: Vec<FigureSpec>) -> Value {
+    let mut json = Vec::new();
+    for f in figures {
+        match f.spec {
+            Ok(spec) => match spec.page_json() {
+                Value::Null => {
+                    let _ = write!(out, "<figure id=\"{}\">{}</figure>", f.name, spec.svg());
+                }
+                mut v => {
+                    let _ = write!(out, "<figure id=\"{}\"></figure>", f.name);
+                    v["name"] = f.name.into();
+                    json.push(v);
+                }
+            },
+            Err(why) => {
+                let _ = write!(
+                    out,
+                    "<div class=\"missing\" id=\"{}\">{}: {}</div>",
+                    f.name,
+                    escape(&f.title),
+                    escape(&why)
+                );
+            }
+        }
+    }
+    Value::Array(json)
+}
+
+/// Id of the JSON block of the model-wide figures.
+const MODEL_FIGURES: &str = "model-figures";
+/// Id of the JSON block of the head cards' figures, by card id.
+const HEAD_FIGURES: &str = "head-figures";
+
+/// The opening tag of a `<details>` whose figures the script draws when it opens, from `block` under `key`.
+fn lazy_details(id: &str, block: &str, key: &str, open: bool) -> String {
+    let id = if id.is_empty() {
+        String::new()
+    } else {
+        format!(" id=\"{id}\"")
+    };
+    let open = if open { " open" } else { "" };
+    format!("<details class=\"lazy\"{id} data-block=\"{block}\" data-figures=\"{key}\"{open}>")
+}
+
+/// A `<script type="application/json">` block of `v`; `<` is written `\u003c`, so no text ends the block.
+fn json_block(id: &str, v: &Value) -> String {
+    format!(
+        "<script type=\"application/json\" id=\"{id}\">{}</script>\n",
+        v.to_string().replace('<', "\\u003c")
+    )
 }
 
 /// The table of contents, after the findings.
@@ -165,35 +248,95 @@ fn grid(out: &mut String, data: &ScanData) {
     out.push_str("</p>\n");
 }
 
-/// A figure, or its "not run" note.
-fn figure(out: &mut String, f: &Figure) {
-    match &f.content {
-        Ok(svg) => {
-            let _ = write!(out, "<figure id=\"{}\">{svg}</figure>", f.name);
-        }
-        Err(why) => {
-            let _ = write!(
-                out,
-                "<div class=\"missing\" id=\"{}\">{}: {}</div>",
-                f.name,
-                escape(&f.title),
-                escape(why)
-            );
-        }
-    }
-}
-
-/// Model-wide figures and tables.
-fn model_wide(out: &mut String, data: &ScanData) {
+/// Model-wide figures and tables: slash-dominant heads, intrinsic-ness, every head's scores (sortable), the
+/// positional–symbolic plane (inline SVG), and the frequency-usage heatmaps (drawn when opened).
+fn model_wide(out: &mut String, data: &ScanData, figures_json: &mut Map<String, Value>) {
     out.push_str("<h2 id=\"model\">Model-wide</h2><h3>Slash-dominant heads, by natural score</h3>");
     sdh_table(out, data);
     out.push_str("<h3>Intrinsic-ness (natural against random prompts)</h3>");
     optional_json(out, data.summary.intrinsic.as_ref(), "intrinsic");
-    out.push_str("<h3>Positional–symbolic plane and frequency usage</h3><div class=\"figs\">");
-    for f in catalog::model_wide(data) {
-        figure(out, &f);
-    }
+    heads_table(out, data);
+    let mut figures = catalog::model_wide_specs(data).into_iter();
+    out.push_str("<h3>Positional–symbolic plane</h3><div class=\"figs\">");
+    let plane = lazy_figures(out, figures.by_ref().take(1).collect());
+    debug_assert_eq!(plane, Value::Array(Vec::new()), "the plane is inline SVG");
     out.push_str("</div>\n");
+    let (layers, overview): (Vec<FigureSpec>, Vec<FigureSpec>) =
+        figures.partition(|f| f.name.contains("_L"));
+    let count = layers.len();
+    for (id, title, figures, open) in [
+        (
+            "frequency-usage",
+            "Frequency usage, layers (mean over heads)".to_string(),
+            overview,
+            true,
+        ),
+        (
+            "frequency-usage-layers",
+            format!("Frequency usage of each layer's heads ({count} heatmaps, drawn when opened)"),
+            layers,
+            false,
+        ),
+    ] {
+        let _ = write!(
+            out,
+            "{}<summary><h3>{title}</h3></summary><div class=\"figs\">",
+            lazy_details(id, MODEL_FIGURES, id, open)
+        );
+        figures_json.insert(id.to_string(), lazy_figures(out, figures));
+        out.push_str("</div></details>\n");
+    }
+}
+
+/// A number of a head's record as the cards print it (`scalar`), with its value for sorting.
+fn score_cell(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("<td>{x:.4}</td>"),
+        _ => "<td>–</td>".into(),
+    }
+}
+
+/// Every head, one row each: label and the main score of each analysis, sortable by any column.
+fn heads_table(out: &mut String, data: &ScanData) {
+    let heads = &data.summary.heads;
+    let _ = write!(
+        out,
+        "<details id=\"all-heads\"><summary><h3>All {} heads, one row each (click a column to sort)</h3></summary>\
+         <table class=\"sortable\"><tr><th>head</th><th>label</th><th>best Δ</th><th>slash score at best Δ</th>\
+         <th>random prompts, same Δ</th><th>sink</th><th>s_pos</th><th>s_sym</th><th>induction</th>\
+         <th>previous-token</th><th>q rank-one share</th><th>A share, high band</th></tr>",
+        heads.len()
+    );
+    let n_heads = data.meta.model.n_heads.max(1);
+    let field =
+        |r: &Option<Value>, k: &str| r.as_ref().and_then(|r| r.get(k)).and_then(Value::as_f64);
+    for h in heads {
+        let slash = h.slash.as_ref();
+        let _ = write!(
+            out,
+            "<tr><td data-sort=\"{}\"><a href=\"#L{l}H{hd}\">L{l} H{hd}</a></td><td>{}</td><td>{}</td>",
+            h.layer * n_heads + h.head,
+            escape(&h.label),
+            slash.map_or("–".into(), |s| s.best_delta.to_string()),
+            l = h.layer,
+            hd = h.head
+        );
+        for v in [
+            slash.map(|s| s.best_score),
+            slash.and_then(|s| s.random_score_at_best_delta),
+            slash.map(|s| s.sink),
+            field(&h.posym, "s_pos"),
+            field(&h.posym, "s_sym"),
+            field(&h.detectors, "induction"),
+            field(&h.detectors, "previous_token"),
+            h.rank.as_ref().map(|r| r.q_rank_one_share),
+            h.fourier.as_ref().map(|f| f.amplitude_shares.high),
+        ] {
+            out.push_str(&score_cell(v));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table></details>\n");
 }
 
 /// A serialisable value as a table, or "not run".
@@ -228,7 +371,8 @@ fn sdh_table(out: &mut String, data: &ScanData) {
     if all.is_empty() {
         return;
     }
-    out.push_str("<table><tr><th>head</th><th>Δ</th><th>natural score</th><th>random score</th><th>natural</th><th>random</th></tr>");
+    out.push_str("<table class=\"sortable\"><tr><th>head</th><th>Δ</th><th>natural score</th><th>random score</th><th>natural</th><th>random</th></tr>");
+    let n_heads = data.meta.model.n_heads.max(1);
     let score_value = |set: usize, s: &SlashHead| {
         data.slash[set]
             .as_ref()
@@ -246,7 +390,8 @@ fn sdh_table(out: &mut String, data: &ScanData) {
         let mark = |list: &[SlashHead]| if list.contains(s) { "✓" } else { "" };
         let _ = write!(
             out,
-            "<tr><td><a href=\"#L{l}H{h}\">L{l} H{h}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td data-sort=\"{}\"><a href=\"#L{l}H{h}\">L{l} H{h}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            s.layer * n_heads + s.head,
             s.delta,
             score(0, s),
             score(1, s),
@@ -259,19 +404,26 @@ fn sdh_table(out: &mut String, data: &ScanData) {
     out.push_str("</table>");
 }
 
-/// One head's section: figures, then every score of the summary (analyses that did not run say so).
-fn head_section(out: &mut String, data: &ScanData, h: &HeadSummary, opts: Options) {
+/// One head's card: a closed `<details>` with placeholders for its figures (drawn by the script when opened),
+/// every score of the summary (analyses that did not run say so), and the figures' data.
+fn head_section(
+    out: &mut String,
+    data: &ScanData,
+    h: &HeadSummary,
+    figures_json: &mut Map<String, Value>,
+) {
+    let id = format!("L{}H{}", h.layer, h.head);
     let _ = write!(
         out,
-        "<section class=\"head\" id=\"L{l}H{hd}\"><h3>Layer {l}, head {hd} (KV head {}): {} <a href=\"#grid\">↑</a></h3><div class=\"figs\">",
+        "<section class=\"head\" id=\"{id}\">{}<summary><h3>Layer {l}, head {hd} (KV head {}): {}</h3> <a href=\"#grid\">↑ grid</a></summary><div class=\"figs\">",
+        lazy_details("", HEAD_FIGURES, &id, false),
         h.kv_head,
         escape(&h.label),
         l = h.layer,
         hd = h.head
     );
-    for f in catalog::head(data, h.layer, h.head, opts) {
-        figure(out, &f);
-    }
+    let specs = catalog::head_specs(data, h.layer, h.head, MapView::FirstRows(PAGE_MAP_ROWS));
+    figures_json.insert(id, lazy_figures(out, specs));
     out.push_str("</div><table><tr><th>analysis</th><th>scores</th></tr>");
     let scores = [
         ("slash", serde_json::to_value(&h.slash)),
@@ -303,7 +455,7 @@ fn head_section(out: &mut String, data: &ScanData, h: &HeadSummary, opts: Option
         }
         out.push_str("</td></tr>");
     }
-    out.push_str("</table></section>\n");
+    out.push_str("</table></details></section>\n");
 }
 
 /// A record of angles in radians with each angle in degrees (the unit of the whole page).
@@ -471,7 +623,44 @@ fn json_html(out: &mut String, v: &Value, depth: usize) {
     }
 }
 
-/// The run: model, hash, shape, prompts, parameters, analyses, versions.
+/// The time of each step of the scan (`meta.json` `step_seconds`), with its share of the whole scan.
+fn step_times(out: &mut String, data: &ScanData) {
+    let meta = &data.meta;
+    out.push_str("<h3 id=\"steps\">Time per step</h3>");
+    if meta.step_seconds.is_empty() {
+        out.push_str(
+            "<p class=\"missing\">not recorded: this meta.json has no step_seconds (written by an older ropescope)</p>",
+        );
+        return;
+    }
+    let share = |s: f64| {
+        if meta.elapsed_seconds > 0.0 {
+            format!("{:.1}%", 100.0 * s / meta.elapsed_seconds)
+        } else {
+            "–".into()
+        }
+    };
+    out.push_str("<table id=\"step-seconds\" class=\"sortable\"><tr><th>step</th><th>seconds</th><th>share of the scan</th></tr>");
+    for t in &meta.step_seconds {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{:.2}</td><td>{}</td></tr>",
+            escape(&t.step),
+            t.seconds,
+            share(t.seconds)
+        );
+    }
+    let total: f64 = meta.step_seconds.iter().map(|t| t.seconds).sum();
+    let _ = write!(
+        out,
+        "<tr><th>all steps</th><th>{total:.2}</th><th>{}</th></tr><tr><th>whole scan (elapsed)</th><th>{:.2}</th><th>{}</th></tr></table>",
+        share(total),
+        meta.elapsed_seconds,
+        share(meta.elapsed_seconds)
+    );
+}
+
+/// The run: model, hash, shape, prompts, parameters, analyses, step times, versions.
 fn run_section(out: &mut String, data: &ScanData) {
     let meta = &data.meta;
     out.push_str("<h2 id=\"run\">Run</h2><table>");
@@ -490,11 +679,13 @@ fn run_section(out: &mut String, data: &ScanData) {
     for (k, v) in rows {
         let _ = write!(out, "<tr><th>{k}</th><td>{v}</td></tr>");
     }
-    out.push_str("</table><h3>Parameters</h3>");
+    out.push_str("</table>");
+    step_times(out, data);
+    out.push_str("<h3>Parameters</h3>");
     optional_json(out, Some(&meta.parameters), "parameters");
     out.push_str("<h3>Model</h3>");
     optional_json(out, Some(&meta.model), "model");
-    out.push_str("<h3>Prompt sets</h3><table><tr><th>set</th><th>prompts</th><th>lengths</th><th>sources</th></tr>");
+    out.push_str("<h3>Prompt sets</h3><table class=\"sortable\"><tr><th>set</th><th>prompts</th><th>lengths</th><th>sources</th></tr>");
     for s in &meta.prompt_sets {
         let lengths: Vec<Value> = s.lengths.iter().map(|&n| n.into()).collect();
         let sources: Vec<Value> = s.sources.iter().map(|n| n.as_str().into()).collect();

@@ -12,6 +12,7 @@ pub mod html;
 pub mod minference;
 pub mod notebook;
 pub mod png;
+pub mod spec;
 pub mod svg;
 
 use crate::error::{Error, Result};

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod headlines;
 
 use ropescope::export::{npy, write_json};
@@ -36,6 +37,51 @@ pub const C: usize = 4;
 const KAPPA: f64 = 0.25;
 const SINK_THRESHOLD: f64 = 0.5;
 
+/// The shape of a generated scan directory.
+pub struct Shape {
+    /// Layers.
+    pub layers: usize,
+    /// Heads per layer.
+    pub heads: usize,
+    /// Prompt length.
+    pub n: usize,
+    /// Side of the attention maps.
+    pub m: usize,
+    /// Largest slash offset.
+    pub dmax: usize,
+    /// Head dimension.
+    pub d: usize,
+    /// Rotating chunks (a multiple of 4: the synthetic chunk norms come in four bands).
+    pub c: usize,
+    /// κ.
+    pub kappa: f64,
+}
+
+/// The example: 2 layers × 3 heads, 32-token prompts, 16×16 maps.
+pub const EXAMPLE: Shape = Shape {
+    layers: L,
+    heads: H,
+    n: N,
+    m: M,
+    dmax: DMAX,
+    d: D,
+    c: C,
+    kappa: KAPPA,
+};
+
+/// The shape of the default SmolLM2-135M scan (30 layers × 9 heads, 512-token prompts, 256×256 maps, 32
+/// chunks, Δmax = 16, κ = 0.1), with the example's synthetic heads tiled over it: what page sizes are measured on.
+pub const SMOLLM2: Shape = Shape {
+    layers: 30,
+    heads: 9,
+    n: 512,
+    m: 256,
+    dmax: 16,
+    d: 64,
+    c: 32,
+    kappa: 0.1,
+};
+
 /// The committed example directory.
 pub fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/example")
@@ -51,17 +97,18 @@ enum Kind {
     Content,
 }
 
+/// The kind of head `(l, h)`: the example's 2 × 3 pattern, tiled over larger shapes.
 fn kind(l: usize, h: usize) -> Kind {
     [
         [Kind::Previous, Kind::Sink, Kind::Positional],
         [Kind::Slash3, Kind::Sink, Kind::Content],
-    ][l][h]
+    ][l % 2][h % 3]
 }
 
 /// The causal attention matrix of a head on a prompt set (`random` weakens content-driven structure).
-fn attention(l: usize, h: usize, random: bool) -> Vec<f64> {
-    let mut s = vec![0.0; N * N];
-    for i in 0..N {
+fn attention(sh: &Shape, l: usize, h: usize, random: bool) -> Vec<f64> {
+    let mut s = vec![0.0; sh.n * sh.n];
+    for i in 0..sh.n {
         let mut row: Vec<f64> = (0..=i)
             .map(|j| {
                 let d = i - j;
@@ -86,28 +133,28 @@ fn attention(l: usize, h: usize, random: bool) -> Vec<f64> {
             .collect();
         let total: f64 = row.iter().sum();
         row.iter_mut().for_each(|w| *w /= total);
-        s[i * N..i * N + i + 1].copy_from_slice(&row);
+        s[i * sh.n..i * sh.n + i + 1].copy_from_slice(&row);
     }
     s
 }
 
-fn slash_scores(s: &[f64]) -> Vec<f64> {
-    (0..=DMAX)
-        .map(|d| (d..N).map(|i| s[i * N + i - d]).sum::<f64>() / (N - d) as f64)
+fn slash_scores(sh: &Shape, s: &[f64]) -> Vec<f64> {
+    (0..=sh.dmax)
+        .map(|d| (d..sh.n).map(|i| s[i * sh.n + i - d]).sum::<f64>() / (sh.n - d) as f64)
         .collect()
 }
 
-fn sink_score(s: &[f64]) -> f64 {
-    (1..N).map(|i| s[i * N]).sum::<f64>() / (N - 1) as f64
+fn sink_score(sh: &Shape, s: &[f64]) -> f64 {
+    (1..sh.n).map(|i| s[i * sh.n]).sum::<f64>() / (sh.n - 1) as f64
 }
 
-fn block_map(s: &[f64]) -> Vec<f32> {
-    let mut sum = vec![0.0; M * M];
-    let mut count = vec![0.0; M * M];
-    for i in 0..N {
-        for j in 0..N {
-            let b = (i * M / N) * M + j * M / N;
-            sum[b] += s[i * N + j];
+fn block_map(sh: &Shape, s: &[f64]) -> Vec<f32> {
+    let mut sum = vec![0.0; sh.m * sh.m];
+    let mut count = vec![0.0; sh.m * sh.m];
+    for i in 0..sh.n {
+        for j in 0..sh.n {
+            let b = (i * sh.m / sh.n) * sh.m + j * sh.m / sh.n;
+            sum[b] += s[i * sh.n + j];
             count[b] += 1.0;
         }
     }
@@ -117,28 +164,29 @@ fn block_map(s: &[f64]) -> Vec<f32> {
         .collect()
 }
 
-fn frequencies() -> Vec<f64> {
-    (0..C)
-        .map(|l| 10000f64.powf(-2.0 * l as f64 / D as f64))
+fn frequencies(sh: &Shape) -> Vec<f64> {
+    (0..sh.c)
+        .map(|l| 10000f64.powf(-2.0 * l as f64 / sh.d as f64))
         .collect()
 }
 
-fn chunk_norms(l: usize, h: usize, key: bool) -> Vec<f64> {
+fn chunk_norms(sh: &Shape, l: usize, h: usize, key: bool) -> Vec<f64> {
     let base = match kind(l, h) {
         Kind::Previous | Kind::Slash3 => [3.0, 1.2, 0.8, 0.6],
         Kind::Sink => [0.5, 0.7, 1.5, 4.0],
         _ => [1.0, 1.1, 1.0, 1.3],
     };
-    let scale = if key { 0.8 } else { 1.0 } + 0.05 * (l * H + h) as f64;
-    base.iter().map(|v| v * scale).collect()
+    let scale = if key { 0.8 } else { 1.0 } + 0.05 * (l * sh.heads + h) as f64;
+    // Four bands of chunks, fastest first (one chunk each in the example).
+    (0..sh.c).map(|k| base[k * 4 / sh.c] * scale).collect()
 }
 
-fn singular_values(l: usize, h: usize, key: bool) -> Vec<f64> {
+fn singular_values(sh: &Shape, l: usize, h: usize, key: bool) -> Vec<f64> {
     let first = if kind(l, h) == Kind::Sink { 10.0 } else { 4.0 };
     let ratio: f64 = if key { 0.5 } else { 0.6 };
     // Repeated products rather than `powi`, whose rounding may differ between optimisation levels: the example
     // must be the same bytes from `cargo test` and `cargo test --release`.
-    (0..D)
+    (0..sh.d)
         .scan(2.0, |tail, k| {
             if k == 0 {
                 Some(first)
@@ -150,17 +198,17 @@ fn singular_values(l: usize, h: usize, key: bool) -> Vec<f64> {
         .collect()
 }
 
-fn phases(l: usize, h: usize) -> Vec<f64> {
+fn phases(sh: &Shape, l: usize, h: usize) -> Vec<f64> {
     let delta = match kind(l, h) {
         Kind::Previous => 1.0,
         Kind::Slash3 => 3.0,
         _ => 0.0,
     };
-    frequencies().iter().map(|g| -g * delta).collect()
+    frequencies(sh).iter().map(|g| -g * delta).collect()
 }
 
-fn bands(values: &[f64]) -> Bands {
-    let g = frequencies();
+fn bands(sh: &Shape, values: &[f64]) -> Bands {
+    let g = frequencies(sh);
     let total: f64 = values.iter().sum();
     let share = |f: &dyn Fn(f64) -> bool| {
         values
@@ -201,11 +249,11 @@ fn jaccard<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
     }
 }
 
-fn label(best: (usize, f64), sink: f64, induction: f64, posym: (f64, f64)) -> String {
+fn label(sh: &Shape, best: (usize, f64), sink: f64, induction: f64, posym: (f64, f64)) -> String {
     if sink >= SINK_THRESHOLD && sink > best.1 {
         return "sink".into();
     }
-    if best.1 >= KAPPA {
+    if best.1 >= sh.kappa {
         return match best.0 {
             0 => "diagonal".into(),
             1 => "previous-token".into(),
@@ -226,66 +274,75 @@ fn label(best: (usize, f64), sink: f64, induction: f64, posym: (f64, f64)) -> St
 
 /// Writes the complete example scan directory into `dir` (created if needed).
 pub fn write_example(dir: &Path) {
+    write_scan(dir, &EXAMPLE);
+}
+
+/// Writes a complete scan directory of shape `sh` into `dir` (created if needed).
+pub fn write_scan(dir: &Path, sh: &Shape) {
     std::fs::create_dir_all(dir).unwrap();
     let npy64 = |name: &str, shape: &[usize], data: &[f64]| {
         npy::write(&dir.join(name), shape, data).unwrap()
     };
     let lh = |f: &dyn Fn(usize, usize) -> Vec<f64>| -> Vec<f64> {
-        (0..L)
-            .flat_map(|l| (0..H).flat_map(move |h| f(l, h)))
+        (0..sh.layers)
+            .flat_map(|l| (0..sh.heads).flat_map(move |h| f(l, h)))
             .collect()
     };
     let (mut slash, mut sink) = (vec![Vec::new(), Vec::new()], vec![Vec::new(), Vec::new()]);
     for (set, name) in PROMPT_SETS.iter().enumerate() {
         let mut maps = Vec::new();
-        for l in 0..L {
-            for h in 0..H {
-                let s = attention(l, h, set == 1);
-                slash[set].extend(slash_scores(&s));
-                sink[set].push(sink_score(&s));
-                maps.extend(block_map(&s));
+        for l in 0..sh.layers {
+            for h in 0..sh.heads {
+                let s = attention(sh, l, h, set == 1);
+                slash[set].extend(slash_scores(sh, &s));
+                sink[set].push(sink_score(sh, &s));
+                maps.extend(block_map(sh, &s));
             }
         }
         npy64(
             &files::for_set(files::SLASH, name),
-            &[L, H, DMAX + 1],
+            &[sh.layers, sh.heads, sh.dmax + 1],
             &slash[set],
         );
-        npy64(&files::for_set(files::SINK, name), &[L, H], &sink[set]);
+        npy64(
+            &files::for_set(files::SINK, name),
+            &[sh.layers, sh.heads],
+            &sink[set],
+        );
         npy::write(
             &dir.join(files::for_set(files::ATTENTION_MAP, name)),
-            &[L, H, M, M],
+            &[sh.layers, sh.heads, sh.m, sh.m],
             &maps,
         )
         .unwrap();
-        let lhc = [L, H, C];
+        let lhc = [sh.layers, sh.heads, sh.c];
         npy64(
             &files::for_set(files::CHUNK_NORMS_Q, name),
             &lhc,
-            &lh(&|l, h| chunk_norms(l, h, false)),
+            &lh(&|l, h| chunk_norms(sh, l, h, false)),
         );
         npy64(
             &files::for_set(files::CHUNK_NORMS_K, name),
             &lhc,
-            &lh(&|l, h| chunk_norms(l, h, true)),
+            &lh(&|l, h| chunk_norms(sh, l, h, true)),
         );
         npy64(
             &files::for_set(files::CHUNK_NORMS_V, name),
             &lhc,
-            &lh(&|_, _| vec![1.0; C]),
+            &lh(&|_, _| vec![1.0; sh.c]),
         );
         npy64(
             &files::for_set(files::SINGULAR_VALUES_Q, name),
-            &[L, H, D],
-            &lh(&|l, h| singular_values(l, h, false)),
+            &[sh.layers, sh.heads, sh.d],
+            &lh(&|l, h| singular_values(sh, l, h, false)),
         );
         npy64(
             &files::for_set(files::SINGULAR_VALUES_K, name),
-            &[L, H, D],
-            &lh(&|l, h| singular_values(l, h, true)),
+            &[sh.layers, sh.heads, sh.d],
+            &lh(&|l, h| singular_values(sh, l, h, true)),
         );
         let amp = |l, h| -> Vec<f64> {
-            let (q, k) = (chunk_norms(l, h, false), chunk_norms(l, h, true));
+            let (q, k) = (chunk_norms(sh, l, h, false), chunk_norms(sh, l, h, true));
             q.iter().zip(&k).map(|(a, b)| 0.5 * a * b).collect()
         };
         npy64(
@@ -296,24 +353,24 @@ pub fn write_example(dir: &Path) {
         npy64(
             &files::for_set(files::FOURIER_PHASE, name),
             &lhc,
-            &lh(&phases),
+            &lh(&|l, h| phases(sh, l, h)),
         );
     }
-    let g = frequencies();
+    let g = frequencies(sh);
     npy64(
         files::CHUNK_FREQUENCY,
-        &[L, C],
-        &[g.clone(), g.clone()].concat(),
+        &[sh.layers, sh.c],
+        &g.repeat(sh.layers),
     );
     let cone = lh(&|l, h| vec![0.3 + 0.1 * l as f64, 0.9 + 0.05 * h as f64]);
-    npy64(files::CONE_Q, &[L, H, 2], &cone);
+    npy64(files::CONE_Q, &[sh.layers, sh.heads, 2], &cone);
     npy64(
         files::CONE_K,
-        &[L, H, 2],
+        &[sh.layers, sh.heads, 2],
         &cone.iter().map(|a| a * 0.9).collect::<Vec<_>>(),
     );
 
-    let idx = |l: usize, h: usize| l * H + h;
+    let idx = |l: usize, h: usize| l * sh.heads + h;
     let posym = |l: usize, h: usize| match kind(l, h) {
         Kind::Positional | Kind::Previous | Kind::Slash3 => {
             (0.85 - 0.05 * h as f64, 0.2 + 0.05 * l as f64)
@@ -340,8 +397,8 @@ pub fn write_example(dir: &Path) {
             }
     };
     let per_head = |f: &dyn Fn(usize, usize) -> f64| -> serde_json::Value {
-        (0..L)
-            .map(|l| (0..H).map(|h| f(l, h)).collect::<Vec<_>>())
+        (0..sh.layers)
+            .map(|l| (0..sh.heads).map(|h| f(l, h)).collect::<Vec<_>>())
             .collect()
     };
     write_json(
@@ -356,7 +413,7 @@ pub fn write_example(dir: &Path) {
         &dir.join("detectors.json"),
         &json!({
             "induction": per_head(&induction),
-            "previous_token": per_head(&|l, h| slash[0][idx(l, h) * (DMAX + 1) + 1]),
+            "previous_token": per_head(&|l, h| slash[0][idx(l, h) * (sh.dmax + 1) + 1]),
             "sink": per_head(&|l, h| sink[0][idx(l, h)])
         }),
     )
@@ -371,7 +428,7 @@ pub fn write_example(dir: &Path) {
     let ablation_variant = |v: usize| {
         let peak = |l: usize, h: usize| {
             let i = idx(l, h);
-            let profile = &slash[0][i * (DMAX + 1)..(i + 1) * (DMAX + 1)];
+            let profile = &slash[0][i * (sh.dmax + 1)..(i + 1) * (sh.dmax + 1)];
             let best = argmax(profile);
             (
                 best,
@@ -382,13 +439,13 @@ pub fn write_example(dir: &Path) {
         json!({
             "variant": variants[v], "rotated_chunks": [v != 2 && v != 3, v == 0 || v == 3, v != 2, v != 2],
             "loss": losses[v], "loss_change": losses[v] - losses[0],
-            "peak_delta": (0..L).map(|l| (0..H).map(|h| peak(l, h).0).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            "peak_delta": (0..sh.layers).map(|l| (0..sh.heads).map(|h| peak(l, h).0).collect::<Vec<_>>()).collect::<Vec<_>>(),
             "peak_score": per_head(&|l, h| peak(l, h).1),
             "baseline_peak_change": per_head(&|l, h| peak(l, h).2)
         })
     };
     let ablation = json!({
-        "n_predicted": 2 * (N - 1), "chunk_bands": ["high", "medium", "low", "low"],
+        "n_predicted": 2 * (sh.n - 1), "chunk_bands": ["high", "medium", "low", "low"],
         "baseline": ablation_variant(0), "variants": (1..4).map(ablation_variant).collect::<Vec<_>>()
     });
     write_json(&dir.join("ablation.json"), &ablation).unwrap();
@@ -403,17 +460,18 @@ pub fn write_example(dir: &Path) {
     }]});
     write_json(&dir.join("cauchy_schwarz.json"), &cauchy_schwarz).unwrap();
 
-    let record = |a, report: &serde_json::Value, l, h| head_record(a, report, (L, H), (l, h));
+    let record =
+        |a, report: &serde_json::Value, l, h| head_record(a, report, (sh.layers, sh.heads), (l, h));
     let mut heads = Vec::new();
     let (mut nat, mut ran) = (Vec::new(), Vec::new());
-    for l in 0..L {
-        for h in 0..H {
+    for l in 0..sh.layers {
+        for h in 0..sh.heads {
             let i = idx(l, h);
-            let sl = |set: usize| &slash[set][i * (DMAX + 1)..(i + 1) * (DMAX + 1)];
+            let sl = |set: usize| &slash[set][i * (sh.dmax + 1)..(i + 1) * (sh.dmax + 1)];
             let (best, rbest) = (argmax(sl(0)), argmax(sl(1)));
             for (set, list) in [(0, &mut nat), (1, &mut ran)] {
                 for (d, &v) in sl(set).iter().enumerate() {
-                    if v >= KAPPA {
+                    if v >= sh.kappa {
                         list.push(SlashHead {
                             layer: l,
                             head: h,
@@ -423,22 +481,22 @@ pub fn write_example(dir: &Path) {
                 }
             }
             let sv = |key| -> (f64, f64) {
-                let s = singular_values(l, h, key);
+                let s = singular_values(sh, l, h, key);
                 let sq: f64 = s.iter().map(|v| v * v).sum();
                 let tot: f64 = s.iter().sum();
                 let ent: f64 = s.iter().map(|v| v / tot).map(|p| -p * p.ln()).sum();
                 (s[0] * s[0] / sq, ent.exp())
             };
             let ((q1, qe), (k1, ke)) = (sv(false), sv(true));
-            let amp: Vec<f64> = chunk_norms(l, h, false)
+            let amp: Vec<f64> = chunk_norms(sh, l, h, false)
                 .iter()
-                .zip(chunk_norms(l, h, true))
+                .zip(chunk_norms(sh, l, h, true))
                 .map(|(a, b)| 0.5 * a * b)
                 .collect();
-            let ph = phases(l, h);
-            let logit: Vec<f64> = (0..=DMAX)
+            let ph = phases(sh, l, h);
+            let logit: Vec<f64> = (0..=sh.dmax)
                 .map(|d| {
-                    (0..C)
+                    (0..sh.c)
                         .map(|c| amp[c] * (g[c] * d as f64 + ph[c]).cos())
                         .sum()
                 })
@@ -448,7 +506,7 @@ pub fn write_example(dir: &Path) {
                 layer: l,
                 head: h,
                 kv_head: h,
-                label: label((best, sl(0)[best]), sink[0][i], induction(l, h), (p, s)),
+                label: label(sh, (best, sl(0)[best]), sink[0][i], induction(l, h), (p, s)),
                 slash: Some(HeadSlash {
                     best_delta: best,
                     best_score: sl(0)[best],
@@ -456,8 +514,8 @@ pub fn write_example(dir: &Path) {
                     random_best_delta: Some(rbest),
                     sink: sink[0][i],
                     random_sink: Some(sink[1][i]),
-                    slash_dominant: sl(0)[best] >= KAPPA,
-                    random_slash_dominant: Some(sl(1)[best] >= KAPPA),
+                    slash_dominant: sl(0)[best] >= sh.kappa,
+                    random_slash_dominant: Some(sl(1)[best] >= sh.kappa),
                 }),
                 rank: Some(HeadRank {
                     q_rank_one_share: q1,
@@ -470,13 +528,13 @@ pub fn write_example(dir: &Path) {
                     k_cos_std: 0.07,
                 }),
                 fourier: Some(HeadFourier {
-                    amplitude_shares: bands(&amp),
+                    amplitude_shares: bands(sh, &amp),
                     predicted_delta: argmax(&logit),
                     measured_delta: Some(best),
                 }),
                 frequency: Some(HeadFrequency {
-                    q: bands(&chunk_norms(l, h, false)),
-                    k: bands(&chunk_norms(l, h, true)),
+                    q: bands(sh, &chunk_norms(sh, l, h, false)),
+                    k: bands(sh, &chunk_norms(sh, l, h, true)),
                 }),
                 cone: Some(HeadCone {
                     q_mean_angle: cone[i * 2],
@@ -502,7 +560,7 @@ pub fn write_example(dir: &Path) {
     };
     let best = |set: usize| -> Vec<f64> {
         slash[set]
-            .chunks(DMAX + 1)
+            .chunks(sh.dmax + 1)
             .map(|c| c.iter().cloned().fold(f64::MIN, f64::max))
             .collect()
     };
@@ -515,7 +573,7 @@ pub fn write_example(dir: &Path) {
             pearson_best: pearson(&best(0), &best(1)),
         }),
         slash_dominant: Some(SlashDominantSets {
-            kappa: KAPPA,
+            kappa: sh.kappa,
             natural: nat,
             random: ran,
         }),
@@ -540,14 +598,14 @@ pub fn write_example(dir: &Path) {
 
     let natural: Vec<Vec<u32>> = (0..2)
         .map(|p| {
-            (0..N as u32)
+            (0..sh.n as u32)
                 .map(|t| if t == 0 { 1 } else { 100 + 3 * t + p })
                 .collect()
         })
         .collect();
     let random: Vec<Vec<u32>> = (0..2)
         .map(|p| {
-            (0..N as u32)
+            (0..sh.n as u32)
                 .map(|t| {
                     if t == 0 {
                         1
@@ -562,24 +620,24 @@ pub fn write_example(dir: &Path) {
     let set = |name: &str, source: &str| PromptSetMeta {
         name: name.into(),
         count: 2,
-        lengths: vec![N, N],
+        lengths: vec![sh.n, sh.n],
         sources: vec![source.into(); 2],
     };
     let meta = Meta {
         format_version: FORMAT_VERSION,
         ropescope_version: "0.1.0".into(),
-        model_file: "synthetic-2x3.gguf".into(),
+        model_file: format!("synthetic-{}x{}.gguf", sh.layers, sh.heads),
         model_sha256: "0f".repeat(32),
         model: ModelMeta {
             architecture: "llama".into(),
-            n_layers: L,
-            n_heads: H,
-            n_kv_heads: H,
-            head_dim: D,
-            value_dim: D,
-            n_chunks: C,
-            rope_bases: vec![10000.0; L],
-            windows: vec![None; L],
+            n_layers: sh.layers,
+            n_heads: sh.heads,
+            n_kv_heads: sh.heads,
+            head_dim: sh.d,
+            value_dim: sh.d,
+            n_chunks: sh.c,
+            rope_bases: vec![10000.0; sh.layers],
+            windows: vec![None; sh.layers],
             context_length: 2048,
             vocab_size: 1000,
         },
@@ -589,15 +647,15 @@ pub fn write_example(dir: &Path) {
             set("random", "uniform random ids"),
         ],
         parameters: Parameters {
-            delta_max: DMAX,
-            kappa: KAPPA,
+            delta_max: sh.dmax,
+            kappa: sh.kappa,
             low_band_max_frequency: 0.01,
             high_band_min_frequency: 0.1,
             sink_threshold: SINK_THRESHOLD,
-            map_size: M,
+            map_size: sh.m,
             cone_tokens: 64,
             seed: 0,
-            prompt_length: N,
+            prompt_length: sh.n,
         },
         analyses: [
             "slash",
@@ -634,7 +692,8 @@ pub fn example() -> tempfile::TempDir {
 }
 
 /// Checks that `text` is well-formed XML as far as a report needs: tags balanced and properly nested, attribute
-/// quotes closed, no stray `<` or `&` in text. Returns the first problem.
+/// quotes closed, no stray `<` or `&` in text; a `<script>`'s content is raw text, as in HTML. Returns the first
+/// problem.
 pub fn check_xml(text: &str) -> Result<(), String> {
     let mut stack: Vec<String> = Vec::new();
     let mut rest = text;
@@ -663,6 +722,10 @@ pub fn check_xml(text: &str) -> Result<(), String> {
         } else if !tag.ends_with('/') {
             let name = tag.split(|c: char| c.is_whitespace()).next().unwrap_or("");
             stack.push(name.to_string());
+            if name == "script" {
+                // Raw text, as HTML reads it: up to the closing tag, whatever it holds.
+                rest = &rest[rest.find("</script>").ok_or("unclosed <script>")?..];
+            }
         }
     }
     check_text(rest)?;
