@@ -138,7 +138,8 @@ fn split_regex(pre: Option<&str>) -> Result<Regex> {
     }
     // Compiled once per process: building the look-ahead regex costs more than the rest of a tokenizer's
     // construction from metadata.
-    static SPLIT: std::sync::OnceLock<std::result::Result<Regex, String>> = std::sync::OnceLock::new();
+    static SPLIT: std::sync::OnceLock<std::result::Result<Regex, String>> =
+        std::sync::OnceLock::new();
     SPLIT
         .get_or_init(|| Regex::new(GPT2_SPLIT).map_err(|e| e.to_string()))
         .clone()
