@@ -16,7 +16,6 @@
 //! SmolLM2 report ≤ 5 MB, first paint ≤ 2 s) is checked by reading this output, not by a timed test.
 
 #[path = "../tests/report_support/mod.rs"]
-#[allow(dead_code)]
 mod report_support;
 
 use report_support::browser::{chromium, file_url, run, timings, with_timing_probe};
