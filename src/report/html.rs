@@ -77,8 +77,8 @@ pub fn render(data: &ScanData) -> String {
         out,
         "<h2 id=\"heads\">Heads</h2><p>Each card opens on a click (or from the grid and any head link) and then \
          draws its figures. Attention maps show the first {PAGE_MAP_ROWS} query rows of the scan's maps at their own \
-         resolution, coloured from 0 to each map's own maximum; <code>ropescope figures DIR</code> draws them \
-         whole.</p>"
+         resolution, coloured from 0 to the map's largest cell below the first row (the first row's cell is the \
+         same in every head); <code>ropescope figures DIR</code> draws them whole.</p>"
     );
     let mut head_figures = Map::new();
     for h in &data.summary.heads {
