@@ -7,7 +7,7 @@
 
 mod report_support;
 
-use report_support::browser::{chromium, console_errors, file_url, run};
+use report_support::browser::{chromium, console_errors, dump_dom, file_url, run};
 use report_support::{example, write_scan, SMOLLM2};
 use std::path::PathBuf;
 
@@ -63,16 +63,10 @@ fn report_renders_in_headless_chromium() {
         png.len()
     );
 
-    let (dom, log) = run(
+    let dom = dump_dom(
         &chromium,
         &work.path().join("profile-dom"),
         &file_url(&page, None),
-        &["--dump-dom".into()],
-    );
-    assert!(
-        console_errors(&log).is_empty(),
-        "console errors: {:?}",
-        console_errors(&log)
     );
     assert!(
         dom.contains("<table id=\"grid\">"),
@@ -108,16 +102,10 @@ fn opening_a_head_card_draws_its_figures() {
     let page = ropescope::report::write_report(dir.path()).unwrap();
     let work = tempfile::tempdir().unwrap();
     // As from a grid cell or a head link: the page opened at the card's fragment.
-    let (dom, log) = run(
+    let dom = dump_dom(
         &chromium,
         &work.path().join("profile"),
         &file_url(&page, Some("L1H0")),
-        &["--dump-dom".into()],
-    );
-    assert!(
-        console_errors(&log).is_empty(),
-        "console errors: {:?}",
-        console_errors(&log)
     );
     let opened = card(&dom, "L1H0");
     let details = &opened[opened.find("<details").unwrap()..];
@@ -167,16 +155,10 @@ fn a_clicked_column_sorts_its_table() {
     let clicked = dir.path().join("clicked.html");
     std::fs::write(&clicked, html.replace("</body>", click)).unwrap();
     let work = tempfile::tempdir().unwrap();
-    let (dom, log) = run(
+    let dom = dump_dom(
         &chromium,
         &work.path().join("profile"),
         &file_url(&clicked, None),
-        &["--dump-dom".into()],
-    );
-    assert!(
-        console_errors(&log).is_empty(),
-        "{:?}",
-        console_errors(&log)
     );
     let start = dom.find("<pre id=\"order\">").unwrap() + "<pre id=\"order\">".len();
     let order: Vec<&str> = dom[start..start + dom[start..].find('<').unwrap()]
@@ -193,16 +175,10 @@ fn rendered_headlines_equal_the_json_files() {
     let (_example, dir) = scan_dir();
     let page = ropescope::report::write_report(&dir).unwrap();
     let work = tempfile::tempdir().unwrap();
-    let (dom, log) = run(
+    let dom = dump_dom(
         &chromium,
         &work.path().join("profile"),
         &file_url(&page, None),
-        &["--dump-dom".into()],
-    );
-    assert!(
-        console_errors(&log).is_empty(),
-        "{:?}",
-        console_errors(&log)
     );
     let checked = report_support::headlines::check(&dom, &dir);
     assert!(checked >= 8, "{checked} numbers checked");

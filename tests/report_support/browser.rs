@@ -55,6 +55,18 @@ pub fn run(chromium: &Path, profile: &Path, url: &str, extra: &[String]) -> (Str
     )
 }
 
+/// The DOM Chromium renders for `url` (`--dump-dom`, fresh profile `profile`), after checking that the page
+/// logged nothing to the console.
+pub fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
+    let (dom, log) = run(chromium, profile, url, &["--dump-dom".into()]);
+    assert!(
+        console_errors(&log).is_empty(),
+        "console errors: {:?}",
+        console_errors(&log)
+    );
+    dom
+}
+
 /// The `file://` URL of `page` (made absolute), with `#fragment` when given.
 pub fn file_url(page: &Path, fragment: Option<&str>) -> String {
     let page = page.canonicalize().expect("page exists");
