@@ -1,10 +1,10 @@
 //! Element-wise operations of the forward pass: RMSNorm, activations, soft-capping, softmax.
 //!
-//! RMSNorm and softmax compute in f64 whatever the engine's precision and round each result once: both reduce
-//! a whole row to one number (the mean of squares, the sum of exponentials) that scales every element of the
-//! row, so an f32 rounding of that sum would move the whole row together, the largest error of the f32 path
-//! after the matrix products (the measurements are in the README's precision section). For `f64` this is the
-//! same arithmetic as before, bit for bit.
+//! RMSNorm and softmax reduce a whole row to one number (the mean of squares, the sum of exponentials) that
+//! scales every element of the row, so an f32 rounding of that sum moves the whole row together: they
+//! accumulate it in f64 whatever the engine's precision, and RMSNorm also scales in f64, rounding each result
+//! once. This halves the f32 engine's error (README, "Precision of the f32 engine"). For `f64` it is the same
+//! arithmetic as before, bit for bit.
 
 use super::config::Activation;
 use crate::numeric::Real;
@@ -68,17 +68,15 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 }
 
 /// Softmax of `logits[range]` into `probs[range]`; every other entry of `probs` is set to exactly zero. The
-/// exponentials and their sum are computed in f64; each exponential is kept in `T` and divided by the f64 sum
-/// (for `f32` two roundings of one probability, instead of a sum rounded at every term).
+/// exponentials are computed in `T` (each within an ulp on its own), their sum and the divisions in f64.
 pub fn masked_softmax<T: Real>(logits: &[T], probs: &mut [T], range: std::ops::Range<usize>) {
     probs.iter_mut().for_each(|p| *p = T::zero());
     let vis = &logits[range.clone()];
-    let max = vis.iter().copied().fold(T::neg_infinity(), T::max).to_f64_exact();
+    let max = vis.iter().copied().fold(T::neg_infinity(), T::max);
     let mut sum = 0.0;
     for (p, &l) in probs[range.clone()].iter_mut().zip(vis) {
-        let e = (l.to_f64_exact() - max).exp();
-        sum += e;
-        *p = T::of_f64(e);
+        *p = (l - max).exp();
+        sum += p.to_f64_exact();
     }
     for p in &mut probs[range] {
         *p = T::of_f64(p.to_f64_exact() / sum);
