@@ -1,18 +1,32 @@
 //! The engine against the float64 reference of HF transformers on the two real models
 //! (`fixtures/reference/`, made by `fixtures/reference/make_reference.py`, every float32 island of HF patched
-//! to float64; see that folder's README). Tolerances: `tests/fidelity_support` (the README's table).
+//! to float64; see that folder's README): a short text, a long text and 640 random token ids per model.
+//! Tolerances: `tests/fidelity_support` (the README's table); the f32 engine meets stricter bars on these real
+//! models than on the converted ones ([`F32_BARS_REAL`]).
 
 mod common;
 mod fidelity_support;
 
-use fidelity_support::check_case;
+use fidelity_support::{check_case, check_case_with, F32Bars, F32_ATTN_MAX_ABS, F32_OTHER_NMSE};
 use ropescope::gguf::GgufFile;
 use ropescope::model::Model;
+
+/// f32 bars of the real models: logits NMSE ≤ 5e-12 (the default bar is 1e-10; measured ≤ 1.1e-12), attention
+/// max-abs ≤ 1e-5 (measured ≤ 2.0e-6), scores, q and k NMSE ≤ 1e-10. The f32 matrix products keep the logits
+/// above 1e-12 on some 600-token prompts (README, "Precision of the f32 engine"). HF transformers' own float32
+/// forward pass is off its float64 one by logits max-abs 3.3e-5 to 1.5e-4 on these cases
+/// (`fixtures/reference/README.md`).
+const F32_BARS_REAL: F32Bars = F32Bars {
+    logits_nmse: 5e-12,
+    attn_max_abs: F32_ATTN_MAX_ABS,
+    other_nmse: F32_OTHER_NMSE,
+};
 
 fn check_model(file_name: &str, dir: &str) {
     let path = common::model(file_name);
     let file = GgufFile::open(&path).unwrap();
-    let cases = ["short", "long"].map(|c| common::fixture(&format!("reference/{dir}/{c}")));
+    let cases =
+        ["short", "long", "random"].map(|c| common::fixture(&format!("reference/{dir}/{c}")));
     let m64 = Model::<f64>::load(&file).unwrap();
     for case in &cases {
         check_case(&m64, &path, case);
@@ -20,7 +34,15 @@ fn check_model(file_name: &str, dir: &str) {
     drop(m64);
     let m32 = Model::<f32>::load(&file).unwrap();
     for case in &cases {
-        check_case(&m32, &path, case);
+        for c in check_case_with(&m32, &path, case, F32_BARS_REAL) {
+            println!(
+                "{} f32 {}: nmse {:.1e}, max-abs {:.1e}",
+                case.display(),
+                c.file,
+                c.nmse,
+                c.max_abs
+            );
+        }
     }
 }
 

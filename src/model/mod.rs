@@ -175,13 +175,15 @@ impl<T: Real> Model<T> {
 
     fn embed(&self, ids: &[u32]) -> Vec<T> {
         let d = self.config.n_embd;
-        let scale = self.config.embed_scale.map(T::of_f64);
         let mut x = vec![T::zero(); ids.len() * d];
         for (row, &id) in x.chunks_mut(d).zip(ids) {
             let id = id as usize;
             self.weights.token_embd.dequantize_rows(id..id + 1, row);
-            if let Some(s) = scale {
-                row.iter_mut().for_each(|v| *v = *v * s);
+            // The scale (Gemma's sqrt(n_embd)) multiplies in f64, rounded once: an f32 scale would be off by the
+            // same factor for every token.
+            if let Some(s) = self.config.embed_scale {
+                row.iter_mut()
+                    .for_each(|v| *v = T::of_f64(v.to_f64_exact() * s));
             }
         }
         x

@@ -27,17 +27,21 @@ pub const F32_ATTN_MAX_ABS: f64 = 1e-5;
 /// f32 engine: scores, q and k NMSE.
 pub const F32_OTHER_NMSE: f64 = 1e-10;
 
-/// The f32 tolerances of attention (max-abs) and of scores, q and k (NMSE) that a case is checked with.
+/// The f32 tolerances of logits (NMSE), attention (max-abs) and scores, q and k (NMSE) that a case is checked
+/// with.
 #[derive(Clone, Copy, Debug)]
 pub struct F32Bars {
+    /// Logits, NMSE.
+    pub logits_nmse: f64,
     /// Attention probabilities, max-abs.
     pub attn_max_abs: f64,
     /// Scores, q and k, NMSE.
     pub other_nmse: f64,
 }
 
-/// The default f32 bars: [`F32_ATTN_MAX_ABS`] and [`F32_OTHER_NMSE`].
+/// The default f32 bars: [`F32_LOGITS_NMSE`], [`F32_ATTN_MAX_ABS`] and [`F32_OTHER_NMSE`].
 pub const F32_BARS: F32Bars = F32Bars {
+    logits_nmse: F32_LOGITS_NMSE,
     attn_max_abs: F32_ATTN_MAX_ABS,
     other_nmse: F32_OTHER_NMSE,
 };
@@ -62,7 +66,7 @@ pub fn tolerances<T: Real>(max_logit: f64, f32: F32Bars) -> BTreeMap<String, Tol
     } else {
         (
             Tolerance {
-                nmse: Some(F32_LOGITS_NMSE),
+                nmse: Some(f32.logits_nmse),
                 max_abs: None,
             },
             Tolerance {
