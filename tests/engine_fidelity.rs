@@ -7,7 +7,7 @@
 mod common;
 mod fidelity_support;
 
-use fidelity_support::{check_case, check_case_with, F32Bars, F32_ATTN_MAX_ABS, F32_OTHER_NMSE};
+use fidelity_support::{check_case, check_case_with, F32Bars, F32_BARS};
 use ropescope::gguf::GgufFile;
 use ropescope::model::Model;
 
@@ -18,8 +18,7 @@ use ropescope::model::Model;
 /// (`fixtures/reference/README.md`).
 const F32_BARS_REAL: F32Bars = F32Bars {
     logits_nmse: 5e-12,
-    attn_max_abs: F32_ATTN_MAX_ABS,
-    other_nmse: F32_OTHER_NMSE,
+    ..F32_BARS
 };
 
 fn check_model(file_name: &str, dir: &str) {
