@@ -1,9 +1,11 @@
 //! Dense products on row-major slices.
 //!
-//! The products run on matrixmultiply's general-stride GEMM, called sequentially. faer's GEMM is not used
-//! here: on AVX-512 machines its x86 backend faults on ordinary (not 64-byte aligned) slices, and the engine's
-//! operands are views into plain vectors at arbitrary offsets. faer remains the crate's library for
-//! decompositions, on its own aligned matrices.
+//! The products run on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per
+//! instruction set at run time. It was chosen by measurement in the engine (the README's speed section): an own
+//! `std::arch` GEMM and faer run per weight tile were both slower there. faer also saw faults on AVX-512
+//! machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
+//! (`tests/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions, on its
+//! own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.
 //!
 //! Results are identical at any thread count: [`matmul_transb_tiles`] splits its output into column strips whose
 //! width depends only on the shape, each strip is multiplied sequentially, and the split never depends on how
