@@ -15,6 +15,7 @@ pub mod gguf;
 pub mod linalg;
 pub mod model;
 pub mod numeric;
+pub mod profile;
 pub mod quant;
 pub mod report;
 pub mod rope;

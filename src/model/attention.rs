@@ -7,6 +7,7 @@ use crate::capture::{
 };
 use crate::linalg::{gemm, gemm_transb};
 use crate::numeric::Real;
+use crate::profile::{count_flops, time, Step};
 use rayon::prelude::*;
 
 /// Query rows per attention block: the unit of work and of capture. Fixed, so results do not depend on the
@@ -59,7 +60,9 @@ pub fn attend<T: Real, C: Capture<T>>(
                 kv_head: h / group,
                 ..template.clone()
             };
-            let mut head_cap = plan.any().then(|| shared.begin_head(&info));
+            let mut head_cap = time(Step::Capture, || {
+                plan.any().then(|| shared.begin_head(&info))
+            });
             let g = info.kv_head;
             if let (true, Some(hc)) = (plan.vectors, head_cap.as_mut()) {
                 let vectors = HeadVectors {
@@ -69,11 +72,13 @@ pub fn attend<T: Real, C: Capture<T>>(
                     k: HeadRows::new(qkv.k, shape.n_kv_heads * d, g, d),
                     v: HeadRows::new(qkv.v, shape.n_kv_heads * dv, g, dv),
                 };
-                hc.vectors(&info, &vectors);
+                time(Step::Capture, || hc.vectors(&info, &vectors));
             }
             let out = head_attention(qkv, shape, &info, plan, head_cap.as_mut());
             if let (true, Some(hc)) = (plan.output, head_cap.as_mut()) {
-                hc.output(&info, HeadRows::new(&out, dv, 0, dv));
+                time(Step::Capture, || {
+                    hc.output(&info, HeadRows::new(&out, dv, 0, dv))
+                });
             }
             (info, out, head_cap)
         })
@@ -87,7 +92,7 @@ pub fn attend<T: Real, C: Capture<T>>(
                 .copy_from_slice(&head_out[i * dv..(i + 1) * dv]);
         }
         if let Some(hc) = head_cap {
-            capture.end_head(&info, hc);
+            time(Step::Capture, || capture.end_head(&info, hc));
         }
     }
     out
@@ -123,48 +128,59 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
         let (nr, nc) = (r1 - r0, cols.len());
         logits.resize(nr * nc, T::zero());
         probs.resize(nr * nc, T::zero());
-        gemm_transb(
-            &mut logits,
-            nc,
-            &qkv.q[r0 * q_stride + q_off..],
-            q_stride,
-            &qkv.k[cols.start * k_stride + k_off..],
-            k_stride,
-            (nr, nc, d),
-            scale,
-        );
-        if let Some(c) = shape.softcap {
-            softcap(&mut logits, c);
-        }
-        for (r, i) in (r0..r1).enumerate() {
-            let visible = info.first_visible(i) - cols.start..i + 1 - cols.start;
-            masked_softmax(
-                &logits[r * nc..(r + 1) * nc],
-                &mut probs[r * nc..(r + 1) * nc],
-                visible,
+        time(Step::Scores, || {
+            gemm_transb(
+                &mut logits,
+                nc,
+                &qkv.q[r0 * q_stride + q_off..],
+                q_stride,
+                &qkv.k[cols.start * k_stride + k_off..],
+                k_stride,
+                (nr, nc, d),
+                scale,
             );
-        }
+            if let Some(c) = shape.softcap {
+                softcap(&mut logits, c);
+            }
+        });
+        count_flops(Step::Scores, 2 * nr * nc * d);
+        time(Step::Softmax, || {
+            for (r, i) in (r0..r1).enumerate() {
+                let visible = info.first_visible(i) - cols.start..i + 1 - cols.start;
+                masked_softmax(
+                    &logits[r * nc..(r + 1) * nc],
+                    &mut probs[r * nc..(r + 1) * nc],
+                    visible,
+                );
+            }
+        });
         // No row of the block sees a key past `r1 - 1`: full rows only add exact zeros there, so `probs · v`
         // stops at the last visible key whatever the plan.
-        gemm(
-            &mut out[r0 * dv..r1 * dv],
-            dv,
-            &probs,
-            nc,
-            &qkv.v[cols.start * v_stride + v_off..],
-            v_stride,
-            (nr, dv, r1 - cols.start),
-        );
+        let used = r1 - cols.start;
+        time(Step::Values, || {
+            gemm(
+                &mut out[r0 * dv..r1 * dv],
+                dv,
+                &probs,
+                nc,
+                &qkv.v[cols.start * v_stride + v_off..],
+                v_stride,
+                (nr, dv, used),
+            )
+        });
+        count_flops(Step::Values, 2 * nr * dv * used);
         if let (true, Some(hc)) = (plan.attention, cap.as_deref_mut()) {
-            hc.block(
-                info,
-                &AttentionBlock {
-                    rows: r0..r1,
-                    cols,
-                    logits: &logits,
-                    probs: &probs,
-                },
-            );
+            time(Step::Capture, || {
+                hc.block(
+                    info,
+                    &AttentionBlock {
+                        rows: r0..r1,
+                        cols,
+                        logits: &logits,
+                        probs: &probs,
+                    },
+                )
+            });
         }
     }
     out

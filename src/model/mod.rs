@@ -17,8 +17,10 @@ use crate::capture::{Capture, HeadInfo, LayerPlan};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::numeric::Real;
+use crate::profile::{count_flops, time, Step};
 use crate::rope::{RopeSpec, RopeTable};
 use attention::{attend, LayerQkv, LayerShape};
+use matrix::WeightMatrix;
 use rayon::prelude::*;
 use std::ops::Range;
 use weights::{LayerWeights, Weights};
@@ -153,7 +155,7 @@ impl<T: Real> Model<T> {
             }
         }
         let t = ids.len();
-        let mut x = self.embed(ids);
+        let mut x = time(Step::Embed, || self.embed(ids));
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
             let spec = lc.rope.spec(t);
@@ -168,7 +170,9 @@ impl<T: Real> Model<T> {
         }
         let rows = opts.logits_rows.start.min(t)..opts.logits_rows.end.min(t);
         Ok(ForwardOutput {
-            logits: self.logits(&x[rows.start * c.n_embd..rows.end * c.n_embd], rows.len()),
+            logits: time(Step::Logits, || {
+                self.logits(&x[rows.start * c.n_embd..rows.end * c.n_embd], rows.len())
+            }),
             rows,
         })
     }
@@ -204,27 +208,27 @@ impl<T: Real> Model<T> {
         let (t, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
         let plan: LayerPlan = capture.plan(l);
 
-        let h = ops::rms_normed(x, &w.attn_norm, c.norm_eps);
-        let mut q = w.wq.apply(&h, t, w.bq.as_deref());
-        let mut k = w.wk.apply(&h, t, w.bk.as_deref());
-        let v = w.wv.apply(&h, t, w.bv.as_deref());
+        let h = time(Step::Norm, || ops::rms_normed(x, &w.attn_norm, c.norm_eps));
+        let mut q = project(Step::ProjectQ, &w.wq, &h, t, w.bq.as_deref());
+        let mut k = project(Step::ProjectK, &w.wk, &h, t, w.bk.as_deref());
+        let v = project(Step::ProjectV, &w.wv, &h, t, w.bv.as_deref());
         if let Some((qn, kn)) = &w.qk_norm {
-            ops::rms_norm_segments(&mut q, qn, c.norm_eps);
-            ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+            time(Step::Norm, || {
+                ops::rms_norm_segments(&mut q, qn, c.norm_eps);
+                ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+            });
         }
-        let (q_pre, k_pre) = if plan.vectors {
-            (q.clone(), k.clone())
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        rotate_all(&mut q, c.n_heads * hd, hd, table, opts.rope_keep.as_deref());
-        rotate_all(
-            &mut k,
-            c.n_kv_heads * hd,
-            hd,
-            table,
-            opts.rope_keep.as_deref(),
-        );
+        let (q_pre, k_pre) = time(Step::Rope, || {
+            let pre = if plan.vectors {
+                (q.clone(), k.clone())
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let keep = opts.rope_keep.as_deref();
+            rotate_all(&mut q, c.n_heads * hd, hd, table, keep);
+            rotate_all(&mut k, c.n_kv_heads * hd, hd, table, keep);
+            pre
+        });
 
         let template = HeadInfo {
             layer: l,
@@ -250,24 +254,32 @@ impl<T: Real> Model<T> {
             q_pre: &q_pre,
             k_pre: &k_pre,
         };
-        let heads = attend(&qkv, &shape, &template, plan, capture);
+        let heads = time(Step::Attention, || {
+            attend(&qkv, &shape, &template, plan, capture)
+        });
         drop((q, k, v, q_pre, k_pre));
 
-        let mut o = w.wo.apply(&heads, t, None);
+        let mut o = project(Step::ProjectO, &w.wo, &heads, t, None);
         if let Some(pn) = &w.post_attn_norm {
-            ops::rms_norm_segments(&mut o, pn, c.norm_eps);
+            time(Step::Norm, || {
+                ops::rms_norm_segments(&mut o, pn, c.norm_eps)
+            });
         }
-        add_into(x, &o);
+        time(Step::Activation, || add_into(x, &o));
 
-        let h = ops::rms_normed(x, &w.ffn_norm, c.norm_eps);
-        let mut gate = w.w_gate.apply(&h, t, None);
-        let up = w.w_up.apply(&h, t, None);
-        ops::gated(&mut gate, &up, c.activation);
-        let mut f = w.w_down.apply(&gate, t, None);
+        let h = time(Step::Norm, || ops::rms_normed(x, &w.ffn_norm, c.norm_eps));
+        let mut gate = project(Step::ProjectGate, &w.w_gate, &h, t, None);
+        let up = project(Step::ProjectUp, &w.w_up, &h, t, None);
+        time(Step::Activation, || {
+            ops::gated(&mut gate, &up, c.activation)
+        });
+        let mut f = project(Step::ProjectDown, &w.w_down, &gate, t, None);
         if let Some(pn) = &w.post_ffn_norm {
-            ops::rms_norm_segments(&mut f, pn, c.norm_eps);
+            time(Step::Norm, || {
+                ops::rms_norm_segments(&mut f, pn, c.norm_eps)
+            });
         }
-        add_into(x, &f);
+        time(Step::Activation, || add_into(x, &f));
     }
 
     /// Final norm, output head and soft-capping for `n` rows of the residual stream.
@@ -283,11 +295,18 @@ impl<T: Real> Model<T> {
             .as_ref()
             .unwrap_or(&self.weights.token_embd);
         let mut logits = head.apply(&h, n, None);
+        count_flops(Step::Logits, 2 * n * head.rows() * head.cols());
         if let Some(cap) = c.final_softcap {
             ops::softcap(&mut logits, cap);
         }
         logits
     }
+}
+
+/// `w · x` for the `t` rows of `x` (plus `bias`), timed and counted as `step`.
+fn project<T: Real>(step: Step, w: &WeightMatrix, x: &[T], t: usize, bias: Option<&[T]>) -> Vec<T> {
+    count_flops(step, 2 * t * w.rows() * w.cols());
+    time(step, || w.apply(x, t, bias))
 }
 
 /// Rotates every head of every position (`[T, width]`, heads of `head_dim`) to its position.

@@ -1,15 +1,23 @@
 //! Dense products on row-major slices.
 //!
-//! The products run on matrixmultiply's general-stride GEMM, called sequentially. faer's GEMM is not used
-//! here: on AVX-512 machines its x86 backend faults on ordinary (not 64-byte aligned) slices, and the engine's
-//! operands are views into plain vectors at arbitrary offsets. faer remains the crate's library for
-//! decompositions, on its own aligned matrices.
+//! The products run on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per
+//! instruction set at run time. It was chosen by measurement in the engine (the README's speed section): an own
+//! `std::arch` GEMM and faer run per weight tile were both slower there. faer also saw faults on AVX-512
+//! machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
+//! (`tests/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions, on its
+//! own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.
 //!
 //! Results are identical at any thread count: [`matmul_transb_tiles`] splits its output into column strips whose
 //! width depends only on the shape, each strip is multiplied sequentially, and the split never depends on how
 //! many threads run it, so every output element is computed by the same operations in the same order.
 
+pub mod isa;
+pub mod peak;
+
+pub use isa::Isa;
+
 use crate::numeric::Real;
+use crate::profile::{count_flops, time, Step};
 use rayon::prelude::*;
 
 /// Number of elements a row-major `rows × cols` view with row stride `ld` spans.
@@ -156,13 +164,13 @@ pub fn matmul_transb_tiles<T: Real>(
         .for_each_init(Vec::new, |w: &mut Vec<T>, i| {
             let (c0, nc) = (i * tile, tile.min(n - i * tile));
             w.resize(nc * k, T::zero());
-            fill(c0..c0 + nc, w);
+            time(Step::Dequantize, || fill(c0..c0 + nc, w));
             let dst = &dst;
             // SAFETY: `x` holds `rows × k` elements (asserted) and `w` holds `nc × k`; the output view, columns
             // `c0..c0 + nc` of every row of the `rows × n` buffer with row stride `n`, lies inside `out`, and
             // distinct tiles address disjoint columns, so no two tasks write the same element and none reads
             // what another writes. `out` outlives the parallel loop.
-            unsafe {
+            time(Step::Multiply, || unsafe {
                 T::gemm_raw(
                     (rows, k, nc),
                     T::one(),
@@ -170,7 +178,8 @@ pub fn matmul_transb_tiles<T: Real>(
                     (w.as_ptr(), 1, k as isize),
                     (dst.0.add(c0), n as isize, 1),
                 )
-            }
+            });
+            count_flops(Step::Multiply, 2 * rows * k * nc);
         });
     out
 }

@@ -1,0 +1,183 @@
+//! Where one 512-token full-capture forward pass (logits of every position, as `benches/forward.rs` and the
+//! peer comparison run it) spends its time, step by step, on both cached real models
+//! (`fixtures/models.sh`), in f32 and f64, with every product's rate as a fraction of the machine's measured FMA
+//! peak.
+//!
+//! Steps and their meaning are `ropescope::profile::Step`'s: wall time for the steps the pass runs one after
+//! another (they add up to the pass), and, indented, thread time summed over threads for the parts of the
+//! projections (dequantizing weight tiles, multiplying by them) and of attention (scores, softmax, `probs · v`,
+//! capture), whose shares say how the parallel step's wall time divides. Rates: the step's floating-point
+//! operations (two per multiply-add, over every product it ran) per wall second for wall steps, per thread
+//! second for parts; "of peak" divides by the FMA peak of the widest instruction set at the pool's thread
+//! count (wall steps) or at one thread (parts).
+//!
+//! Each figure is the median over `RUNS` profiled passes after one warm-up pass. A model whose file is absent
+//! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32` or `-- f64` for one precision; threads:
+//! `RAYON_NUM_THREADS`, default every core).
+
+use ropescope::capture::CollectSink;
+use ropescope::gguf::GgufFile;
+use ropescope::linalg::{peak::fma_peak_gflops, Isa};
+use ropescope::model::{ForwardOptions, Model};
+use ropescope::numeric::Real;
+use ropescope::profile::{Profile, Step, StepTotal};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Tokens per forward pass.
+const TOKENS: usize = 512;
+/// Profiled passes per model and precision; the median of each step is reported.
+const RUNS: usize = 3;
+/// Seconds per peak measurement.
+const PEAK_SECONDS: f64 = 0.5;
+
+/// The model cache of `fixtures/models.sh`.
+fn model_dir() -> PathBuf {
+    match std::env::var_os("ROPESCOPE_CACHE") {
+        Some(dir) => PathBuf::from(dir).join("models"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+            .join(".cache/ropescope/models"),
+    }
+}
+
+/// Deterministic in-vocabulary token ids (the pass costs the same for any ids).
+fn token_ids(vocab: usize) -> Vec<u32> {
+    (0..TOKENS)
+        .map(|i| ((i * 7919 + 17) % vocab) as u32)
+        .collect()
+}
+
+/// The median of `values`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// The FMA peaks (pool's threads, one thread) of the widest instruction set, in GFLOP/s.
+struct Peaks {
+    isa: Isa,
+    all: Option<f64>,
+    one: Option<f64>,
+}
+
+fn run<T: Real>(name: &str, path: &PathBuf, peaks: &Peaks) {
+    let file = GgufFile::open(path).expect("model file");
+    let model = Model::<T>::load(&file).expect("supported model");
+    let ids = token_ids(model.config.vocab_size);
+    let opts = ForwardOptions {
+        logits_rows: 0..TOKENS,
+        rope_keep: None,
+    };
+    let layers: Vec<usize> = (0..model.config.n_layers).collect();
+    let pass = || {
+        let mut sink = CollectSink::new(layers.clone(), 0..TOKENS);
+        let start = Instant::now();
+        model.forward(&ids, &opts, &mut sink).expect("forward");
+        start.elapsed().as_secs_f64()
+    };
+    pass();
+    let mut totals: Vec<Vec<StepTotal>> = Vec::new();
+    let mut walls = Vec::new();
+    for _ in 0..RUNS {
+        let profile = Profile::start();
+        walls.push(pass());
+        totals.push(profile.finish());
+    }
+    let wall = median(walls);
+    println!(
+        "\n{name} {}, {TOKENS} tokens, full capture: {wall:.3} s per pass (median of {RUNS}); {} FMA peak {} GFLOP/s at {} threads, {} at 1",
+        T::NAME,
+        peaks.isa,
+        peaks.all.map_or("-".into(), |p| format!("{p:.1}")),
+        rayon::current_num_threads(),
+        peaks.one.map_or("-".into(), |p| format!("{p:.1}")),
+    );
+    println!("| step | ms | share | GFLOP/s | of peak |");
+    println!("|---|---|---|---|---|");
+    let mut accounted = 0.0;
+    for (i, &step) in Step::ALL.iter().enumerate() {
+        let secs = median(totals.iter().map(|t| t[i].time.as_secs_f64()).collect());
+        let flops = totals[0][i].flops as f64;
+        if secs == 0.0 && flops == 0.0 {
+            continue;
+        }
+        let thread = step.is_thread_time();
+        if !thread {
+            accounted += secs;
+        }
+        // Parts are shown as shares of their parallel step's thread time, wall steps as shares of the pass.
+        let share = if thread {
+            let parent = if matches!(step, Step::Dequantize | Step::Multiply) {
+                [Step::Dequantize, Step::Multiply].as_slice()
+            } else {
+                [Step::Scores, Step::Softmax, Step::Values, Step::Capture].as_slice()
+            };
+            let sum: f64 = parent
+                .iter()
+                .map(|p| {
+                    let j = Step::ALL.iter().position(|s| s == p).expect("listed");
+                    median(totals.iter().map(|t| t[j].time.as_secs_f64()).collect())
+                })
+                .sum();
+            secs / sum
+        } else {
+            secs / wall
+        };
+        let rate = (flops > 0.0 && secs > 0.0).then(|| flops / secs / 1e9);
+        let peak = if thread { peaks.one } else { peaks.all };
+        println!(
+            "| {} | {:.1} | {:.1}% | {} | {} |",
+            step.name(),
+            secs * 1e3,
+            100.0 * share,
+            rate.map_or("".into(), |r| format!("{r:.1}")),
+            match (rate, peak) {
+                (Some(r), Some(p)) => format!("{:.0}%", 100.0 * r / p),
+                _ => String::new(),
+            }
+        );
+    }
+    println!(
+        "| (outside the steps) | {:.1} | {:.1}% | | |",
+        (wall - accounted) * 1e3,
+        100.0 * (wall - accounted) / wall
+    );
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |p: &str| filter.is_empty() || filter.iter().any(|f| f == p);
+    let isa = Isa::best();
+    let threads = rayon::current_num_threads();
+    for (precision, double) in [("f32", false), ("f64", true)] {
+        if !wanted(precision) {
+            continue;
+        }
+        let peaks = Peaks {
+            isa,
+            all: fma_peak_gflops(isa, double, threads, PEAK_SECONDS),
+            one: fma_peak_gflops(isa, double, 1, PEAK_SECONDS),
+        };
+        for (name, file_name) in [
+            ("smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+            ("gemma3-270m", "gemma-3-270m-q4_k_m.gguf"),
+        ] {
+            let path = model_dir().join(file_name);
+            if !path.is_file() {
+                println!(
+                    "skipping {name}: {} is absent (fixtures/models.sh downloads it)",
+                    path.display()
+                );
+                continue;
+            }
+            if double {
+                run::<f64>(name, &path, &peaks);
+            } else {
+                run::<f32>(name, &path, &peaks);
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The machine's FMA peak and the engine's projection GEMMs as a fraction of it, beside faer run two ways.
+//!
+//! For the widest instruction set the CPU runs (`Isa::best`) and each precision: the register-only FMA peak at
+//! one thread and at the pool's thread count (`linalg::peak`), then `x[512 × k] · Wᵀ` for the projection shapes
+//! of the two real models at the pool's thread count, as the engine runs them (`linalg::matmul_transb_tiles`:
+//! matrixmultiply per fixed weight tile, tiles in parallel), with the weight dense (a copy per tile) and
+//! quantized (dequantized tile by tile). Beside them, the same dense products through faer, measured in the same
+//! run: one parallel product on the rayon pool, and sequential products per engine tile (what the engine would
+//! run to keep its results independent of the thread count). Each rate is the median of several runs.
+//!
+//! `cargo bench --bench kernels` (add `-- f32` or `-- f64` for one precision; threads: `RAYON_NUM_THREADS`).
+
+use rayon::prelude::*;
+use ropescope::gguf::{GgufFile, GgufWriter};
+use ropescope::linalg::{matmul_transb_tiles, peak::fma_peak_gflops, weight_tile, Isa};
+use ropescope::model::matrix::WeightMatrix;
+use ropescope::numeric::Real;
+use ropescope::quant::GgmlType;
+use std::time::Instant;
+
+/// Activation rows (tokens) of every product.
+const ROWS: usize = 512;
+/// Timed runs per product; the median is reported.
+const RUNS: usize = 7;
+/// Seconds per peak measurement.
+const PEAK_SECONDS: f64 = 0.5;
+
+/// `(label, n = outputs, k = inputs, quant type)` of the projections of SmolLM2-135M and Gemma 3 270M, with
+/// the type the real file stores most of them in.
+const SHAPES: [(&str, usize, usize, &str); 8] = [
+    ("smollm2 q/o 576x576", 576, 576, "Q4_1"),
+    ("smollm2 k/v 192x576", 192, 576, "Q4_1"),
+    ("smollm2 gate/up 1536x576", 1536, 576, "Q4_1"),
+    ("smollm2 down 576x1536", 576, 1536, "Q4_1"),
+    ("gemma3 q 1024x640", 1024, 640, "Q5_0"),
+    ("gemma3 k/v 256x640", 256, 640, "Q5_0"),
+    ("gemma3 gate/up 2048x640", 2048, 640, "Q5_0"),
+    ("gemma3 down 640x2048", 640, 2048, "Q4_K"),
+];
+
+/// A deterministic pseudo-random value in [-1, 1).
+fn noise(i: usize) -> f32 {
+    let h = (i as u64 ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    ((h >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+}
+
+/// An `n × k` weight of type `ty` (one whose blocks start with an f16 scale, then an f16 minimum or other
+/// bits) with varied quants and sane scales.
+fn quant_weight(n: usize, k: usize, ty: &str) -> (GgufFile, GgmlType) {
+    let ty = GgmlType::from_name(ty).expect("known type");
+    let block = ty.byte_size(ty.block_size() as u64).expect("one block") as usize;
+    let blocks = n * k / ty.block_size();
+    let mut bytes: Vec<u8> = (0..blocks * block)
+        .map(|i| (noise(i) * 127.0 + 128.0) as u8)
+        .collect();
+    for b in bytes.chunks_exact_mut(block) {
+        b[..2].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
+        if matches!(ty.to_string().as_str(), "Q4_1" | "Q4_K") {
+            b[2..4].copy_from_slice(&half::f16::from_f32(0.005).to_le_bytes());
+        }
+    }
+    let w = GgufWriter::new().tensor_raw("w", &[k as u64, n as u64], ty, bytes);
+    (GgufFile::from_bytes(w.to_bytes()).expect("valid file"), ty)
+}
+
+/// Median GFLOP/s of `product(out)`, which computes `x[ROWS × k] · Wᵀ` for an `n × k` weight (one warm-up run).
+fn median_rate<T: Real>((n, k): (usize, usize), mut product: impl FnMut(&mut [T])) -> f64 {
+    let mut out = vec![T::zero(); ROWS * n];
+    let mut rates: Vec<f64> = (0..=RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            product(&mut out);
+            2.0 * (ROWS * n * k) as f64 / start.elapsed().as_secs_f64() / 1e9
+        })
+        .skip(1)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates[RUNS / 2]
+}
+
+/// Median GFLOP/s of `x · Wᵀ` as the engine runs it, with the weight produced by `fill`.
+fn measure<T: Real>(
+    x: &[T],
+    (n, k): (usize, usize),
+    fill: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
+) -> f64 {
+    median_rate((n, k), |out| {
+        out.copy_from_slice(&matmul_transb_tiles(x, ROWS, k, n, &fill))
+    })
+}
+
+/// An output pointer shared by the tasks that write its disjoint column strips.
+#[derive(Clone, Copy)]
+struct Strips<T>(*mut T);
+// SAFETY: each task writes only its own columns (see `Peers::faer_tiles`).
+unsafe impl<T> Send for Strips<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Strips<T> {}
+
+impl<T> Strips<T> {
+    /// The element at offset `i` (a method, so closures capture the whole `Send` wrapper).
+    ///
+    /// # Safety
+    /// `i` must be inside the output.
+    unsafe fn at(self, i: usize) -> *mut T {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.add(i) }
+    }
+}
+
+/// The same dense product `out = x · wᵀ` (`x`: `ROWS × k`, `w`: `n × k`) through faer.
+trait Peers: Real + faer::traits::ComplexField {
+    /// faer's parallel product on the rayon pool.
+    fn faer(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
+        faer::linalg::matmul::matmul(
+            faer::MatMut::from_row_major_slice_mut(out, ROWS, n),
+            faer::Accum::Replace,
+            faer::MatRef::from_row_major_slice(x, ROWS, k),
+            faer::MatRef::from_row_major_slice(w, n, k).transpose(),
+            Self::one(),
+            faer::Par::rayon(rayon::current_num_threads()),
+        );
+    }
+
+    /// faer's sequential product per engine weight tile, tiles in parallel.
+    fn faer_tiles(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
+        assert_eq!((x.len(), w.len(), out.len()), (ROWS * k, n * k, ROWS * n));
+        let tile = weight_tile(n);
+        let dst = Strips(out.as_mut_ptr());
+        (0..n.div_ceil(tile)).into_par_iter().for_each(|i| {
+            let (c0, nc) = (i * tile, tile.min(n - i * tile));
+            // SAFETY: the output columns `c0..c0 + nc` of every row (row stride `n`) lie inside `out` (length
+            // asserted), and tiles write disjoint columns.
+            let o =
+                unsafe { faer::MatMut::from_raw_parts_mut(dst.at(c0), ROWS, nc, n as isize, 1) };
+            faer::linalg::matmul::matmul(
+                o,
+                faer::Accum::Replace,
+                faer::MatRef::from_row_major_slice(x, ROWS, k),
+                faer::MatRef::from_row_major_slice(&w[c0 * k..(c0 + nc) * k], nc, k).transpose(),
+                Self::one(),
+                faer::Par::Seq,
+            );
+        });
+    }
+}
+impl Peers for f32 {}
+impl Peers for f64 {}
+
+fn run<T: Peers>(isa: Isa, threads: usize) {
+    let double = T::NAME == "f64";
+    let peak1 = fma_peak_gflops(isa, double, 1, PEAK_SECONDS);
+    let peak = fma_peak_gflops(isa, double, threads, PEAK_SECONDS);
+    let show = |p: Option<f64>| p.map_or("-".to_string(), |g| format!("{g:.1}"));
+    println!(
+        "\n{isa} {}: FMA peak {} GFLOP/s at 1 thread, {} at {threads}",
+        T::NAME,
+        show(peak1),
+        show(peak)
+    );
+    println!(
+        "| product | dense GFLOP/s | of peak | type | quantized GFLOP/s | of peak | faer parallel | faer per tile |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let frac = |g: f64| peak.map_or("-".to_string(), |p| format!("{:.0}%", 100.0 * g / p));
+    for (label, n, k, ty) in SHAPES {
+        let x: Vec<T> = (0..ROWS * k).map(|i| T::of_f32(noise(i))).collect();
+        let dense: Vec<T> = (0..n * k).map(|i| T::of_f32(noise(i + 7) * 0.05)).collect();
+        let g_dense = measure(&x, (n, k), |r, buf| {
+            buf.copy_from_slice(&dense[r.start * k..r.end * k])
+        });
+        let (file, gty) = quant_weight(n, k, ty);
+        let w = WeightMatrix::new(
+            "w",
+            file.tensor_data(file.tensor("w").expect("w")),
+            gty,
+            n,
+            k,
+        )
+        .expect("weight");
+        let g_q = measure(&x, (n, k), |r, buf| w.dequantize_rows(r, buf));
+        let fa = median_rate((n, k), |out| T::faer(&x, &dense, (n, k), out));
+        let ft = median_rate((n, k), |out| T::faer_tiles(&x, &dense, (n, k), out));
+        let peer_rates = format!(" {fa:.1} ({}) | {ft:.1} ({}) |", frac(fa), frac(ft));
+        println!(
+            "| {label} | {g_dense:.1} | {} | {ty} | {g_q:.1} | {} |{peer_rates}",
+            frac(g_dense),
+            frac(g_q)
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let want =
+        |p: &str| !args.iter().any(|a| a == "f32" || a == "f64") || args.iter().any(|a| a == p);
+    let threads = rayon::current_num_threads();
+    println!(
+        "instruction sets: {:?}; threads: {threads}",
+        Isa::available()
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+    );
+    let isa = Isa::best();
+    if want("f32") {
+        run::<f32>(isa, threads);
+    }
+    if want("f64") {
+        run::<f64>(isa, threads);
+    }
+}

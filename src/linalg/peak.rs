@@ -1,0 +1,165 @@
+//! The machine's own fused multiply-add peak, measured: the yardstick the benchmarks report every kernel
+//! against, since machines differ (AVX-512 servers, AVX2 desktops, ARM laptops) and a figure in seconds alone
+//! says little about how close a kernel runs to the hardware.
+//!
+//! Each loop keeps independent accumulators in registers (more than the FMA latency times the number of FMA
+//! units of current cores) and touches no memory, so it runs at the core's FMA throughput.
+
+use super::isa::Isa;
+use std::time::Instant;
+
+/// Accumulators per loop on 16-register instruction sets (AVX2): 12, leaving room for the two operands.
+#[cfg(target_arch = "x86_64")]
+const ACC_16_REGS: usize = 12;
+/// Accumulators per loop on 32-register instruction sets (AVX-512, NEON).
+const ACC_32_REGS: usize = 24;
+
+/// Defines a peak loop: `iters` rounds of `$acc` independent `acc ← fma(acc, a, b)` on `$lanes`-lane vectors.
+/// Returns a value that depends on every accumulator, so no round can be optimised away.
+macro_rules! peak_loop {
+    ($name:ident, $feature:literal, $t:ty, $acc:expr, $lanes:literal,
+     $splat:expr, $fma:expr, $store:expr) => {
+        /// A register-only FMA loop (see the module documentation).
+        ///
+        /// # Safety
+        /// The CPU must support the loop's target features.
+        #[target_feature(enable = $feature)]
+        pub(super) unsafe fn $name(iters: u64) -> f64 {
+            let (a, b) = ($splat(0.999_999 as $t), $splat(1e-7 as $t));
+            let mut acc = [$splat(1.0 as $t); $acc];
+            for _ in 0..iters {
+                for v in acc.iter_mut() {
+                    *v = $fma(*v, a, b);
+                }
+            }
+            let mut sum = 0.0;
+            for v in acc {
+                let mut lanes = [0.0 as $t; $lanes];
+                // SAFETY: `lanes` holds one vector.
+                unsafe { $store(lanes.as_mut_ptr(), v) };
+                sum += lanes.iter().map(|&x| x as f64).sum::<f64>();
+            }
+            sum
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{ACC_16_REGS, ACC_32_REGS};
+    use std::arch::x86_64::*;
+
+    peak_loop!(
+        avx2_f32,
+        "avx2,fma",
+        f32,
+        ACC_16_REGS,
+        8,
+        _mm256_set1_ps,
+        |a, b, c| _mm256_fmadd_ps(a, b, c),
+        _mm256_storeu_ps
+    );
+    peak_loop!(
+        avx2_f64,
+        "avx2,fma",
+        f64,
+        ACC_16_REGS,
+        4,
+        _mm256_set1_pd,
+        |a, b, c| _mm256_fmadd_pd(a, b, c),
+        _mm256_storeu_pd
+    );
+    peak_loop!(
+        avx512_f32,
+        "avx512f",
+        f32,
+        ACC_32_REGS,
+        16,
+        _mm512_set1_ps,
+        |a, b, c| _mm512_fmadd_ps(a, b, c),
+        _mm512_storeu_ps
+    );
+    peak_loop!(
+        avx512_f64,
+        "avx512f",
+        f64,
+        ACC_32_REGS,
+        8,
+        _mm512_set1_pd,
+        |a, b, c| _mm512_fmadd_pd(a, b, c),
+        _mm512_storeu_pd
+    );
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::ACC_32_REGS;
+    use std::arch::aarch64::*;
+
+    peak_loop!(
+        neon_f32,
+        "neon",
+        f32,
+        ACC_32_REGS,
+        4,
+        vdupq_n_f32,
+        |a, b, c| vfmaq_f32(c, a, b),
+        vst1q_f32
+    );
+    peak_loop!(
+        neon_f64,
+        "neon",
+        f64,
+        ACC_32_REGS,
+        2,
+        vdupq_n_f64,
+        |a, b, c| vfmaq_f64(c, a, b),
+        vst1q_f64
+    );
+}
+
+/// One peak loop and the floating-point operations one of its rounds performs.
+type Loop = (unsafe fn(u64) -> f64, f64);
+
+/// The peak loop of `isa` for f32 (`double = false`) or f64, if the instruction set has one.
+fn peak_loop(isa: Isa, double: bool) -> Option<Loop> {
+    // Two flops (a multiply and an add) per lane per accumulator.
+    let flops = |acc: usize, lanes: usize| (2 * acc * lanes) as f64;
+    match (isa, double) {
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2Fma, false) => Some((x86::avx2_f32, flops(ACC_16_REGS, 8))),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2Fma, true) => Some((x86::avx2_f64, flops(ACC_16_REGS, 4))),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx512, false) => Some((x86::avx512_f32, flops(ACC_32_REGS, 16))),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx512, true) => Some((x86::avx512_f64, flops(ACC_32_REGS, 8))),
+        #[cfg(target_arch = "aarch64")]
+        (Isa::Neon, false) => Some((arm::neon_f32, flops(ACC_32_REGS, 4))),
+        #[cfg(target_arch = "aarch64")]
+        (Isa::Neon, true) => Some((arm::neon_f64, flops(ACC_32_REGS, 2))),
+        _ => None,
+    }
+}
+
+/// The measured FMA peak of `isa` in GFLOP/s, f32 (`double = false`) or f64, with `threads` threads each
+/// running the loop for about `seconds`. `None` when `isa` is unavailable or has no FMA (the portable path).
+pub fn fma_peak_gflops(isa: Isa, double: bool, threads: usize, seconds: f64) -> Option<f64> {
+    if !isa.is_available() || threads == 0 {
+        return None;
+    }
+    let (run, flops_per_round) = peak_loop(isa, double)?;
+    // SAFETY (both calls): `isa` is available.
+    let calibrate = Instant::now();
+    std::hint::black_box(unsafe { run(1_000_000) });
+    let per_round = calibrate.elapsed().as_secs_f64() / 1e6;
+    let rounds = ((seconds / per_round.max(1e-12)) as u64).max(1_000_000);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| std::hint::black_box(unsafe { run(rounds) }));
+        }
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    Some(flops_per_round * rounds as f64 * threads as f64 / elapsed / 1e9)
+}
