@@ -9,6 +9,7 @@
 mod bpe;
 mod merge;
 mod metadata;
+mod pre;
 mod special;
 mod spm;
 mod vocab;
@@ -17,6 +18,7 @@ use crate::gguf::GgufFile;
 use crate::{Error, Result};
 use bpe::ByteLevelBpe;
 use metadata::{Metadata, TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED};
+pub use pre::PreTokenizer;
 use special::{Segment, SpecialTokens};
 use spm::SentencePiece;
 use vocab::Vocab;
