@@ -117,6 +117,7 @@ fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (
         problem: format!("merge {rank} {problem}"),
     };
     let mut ranked = HashMap::with_capacity(merges.len());
+    let mut joined = String::new();
     for (rank, merge) in merges.iter().enumerate() {
         let (left, right) = merge.split_once(' ').ok_or_else(|| {
             bad(
@@ -133,7 +134,10 @@ fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (
             })
         };
         let pair = (id(left)?, id(right)?);
-        let merged = id(&format!("{left}{right}"))?;
+        joined.clear();
+        joined.push_str(left);
+        joined.push_str(right);
+        let merged = id(&joined)?;
         let rank = u32::try_from(rank).map_err(|_| bad(rank, "is beyond 32-bit ranks"))?;
         ranked.insert(pair, (rank, merged));
     }
