@@ -43,8 +43,8 @@ pub struct TensorInfo {
 /// How much of the tensor data the directory announces is in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DataExtent {
-    /// The file size the tensor directory implies: the end of the data of the tensor that ends last (the data
-    /// section's start when there are no tensors; saturating at `u64::MAX`).
+    /// The file size the tensor directory implies: the end of the data of the tensor that ends last (saturating
+    /// at `u64::MAX`), or the file's own size when there are no tensors and the file ends before the data section.
     pub expected_size: u64,
     /// The actual file size.
     pub file_size: u64,
@@ -60,7 +60,7 @@ impl DataExtent {
         self.expected_size.saturating_sub(self.file_size)
     }
 
-    /// Whether every tensor's data is in the file.
+    /// Whether every tensor's data is in the file (exactly when no byte is missing).
     pub fn is_whole(&self) -> bool {
         self.incomplete_tensors == 0
     }
@@ -243,7 +243,7 @@ impl GgufFile {
         let data_offset = (c.pos() as u64).div_ceil(alignment) * alignment;
         let file_size = buf.len() as u64;
         let mut extent = DataExtent {
-            expected_size: data_offset,
+            expected_size: data_offset.min(file_size),
             file_size,
             complete_tensors: 0,
             incomplete_tensors: 0,

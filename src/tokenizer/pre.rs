@@ -15,7 +15,8 @@
 //! - llama.cpp matches a Llama 3 piece that is a whole token of the vocabulary without merging it
 //!   (`ignore_merges`); HF's GGUF tokenizer merges every piece, and so does ropescope.
 //! - llama.cpp splits SmolLM's digits one by one before GPT-2's regex; HF does not (the SmolLM2 vocabulary has no
-//!   multi-digit tokens, so that changes no id).
+//!   multi-digit tokens, so that changes no id). For `default` (and a file without the key) llama.cpp runs four
+//!   regexes in turn (punctuation runs, GPT-2's, digit runs, groups of three digits); HF runs GPT-2's alone.
 //!
 //! Every pattern ends in `\s+(?!\S)|\s+`: a run of white space gives its last character to the word that follows.
 //! The look-ahead is kept as written: `fancy_regex` backtracks as HF tokenizers' Oniguruma does, leftmost
