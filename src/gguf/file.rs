@@ -64,6 +64,18 @@ impl DataExtent {
     pub fn is_whole(&self) -> bool {
         self.incomplete_tensors == 0
     }
+
+    /// The error refusing a file with this extent, of `n_tensors` tensors, the first incomplete one `first`.
+    fn truncated(&self, n_tensors: usize, first: &str) -> Error {
+        Error::TruncatedData {
+            missing: self.missing_bytes(),
+            expected_size: self.expected_size,
+            file_size: self.file_size,
+            incomplete: self.incomplete_tensors,
+            n_tensors,
+            first: first.to_string(),
+        }
+    }
 }
 
 /// Whether parsing refuses a file whose tensor data is incomplete.
@@ -264,14 +276,7 @@ impl GgufFile {
             }
         }
         if let (Data::Whole, Some(first)) = (data, first_incomplete) {
-            return Err(Error::TruncatedData {
-                missing: extent.missing_bytes(),
-                expected_size: extent.expected_size,
-                file_size,
-                incomplete: extent.incomplete_tensors,
-                n_tensors: tensors.len(),
-                first: first.to_string(),
-            });
+            return Err(extent.truncated(tensors.len(), first));
         }
 
         Ok(Self {
@@ -346,14 +351,7 @@ impl GgufFile {
     pub fn require_whole_data(&self) -> Result<()> {
         match self.tensors.iter().find(|t| !self.is_complete(t)) {
             None => Ok(()),
-            Some(first) => Err(Error::TruncatedData {
-                missing: self.extent.missing_bytes(),
-                expected_size: self.extent.expected_size,
-                file_size: self.extent.file_size,
-                incomplete: self.extent.incomplete_tensors,
-                n_tensors: self.tensors.len(),
-                first: first.name.clone(),
-            }),
+            Some(first) => Err(self.extent.truncated(self.tensors.len(), &first.name)),
         }
     }
 
