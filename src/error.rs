@@ -38,6 +38,26 @@ pub enum Error {
         /// Length of the file.
         len: u64,
     },
+    /// The file's header is whole but its tensor data ends before the end the tensor directory announces.
+    #[error(
+        "truncated GGUF file: its tensor data is {missing} bytes short (the tensor directory needs a file of \
+         {expected_size} bytes, this one has {file_size}; {incomplete} of {n_tensors} tensors incomplete, the first \
+         '{first}'); `ropescope inspect` reads the header of such a file"
+    )]
+    TruncatedData {
+        /// Bytes missing: `expected_size - file_size`.
+        missing: u64,
+        /// The file size the tensor directory implies.
+        expected_size: u64,
+        /// The actual file size.
+        file_size: u64,
+        /// Tensors whose data ends past the end of the file.
+        incomplete: usize,
+        /// Tensors in the directory.
+        n_tensors: usize,
+        /// The first incomplete tensor, in directory order.
+        first: String,
+    },
     /// A structurally invalid GGUF file (the message says what and where).
     #[error("malformed GGUF file: {0}")]
     Malformed(String),
@@ -161,6 +181,7 @@ impl Error {
             Error::Io { .. } => ErrorKind::Io,
             Error::BadMagic { .. }
             | Error::Truncated { .. }
+            | Error::TruncatedData { .. }
             | Error::Malformed(_)
             | Error::MissingTensor(_)
             | Error::Shape { .. }

@@ -162,3 +162,25 @@ fn unsupported_tokenizer_is_one_line_error() {
     );
     assert!(one_line_error(&out).contains("unsupported tokenizer model 'bert'"));
 }
+
+/// The 7B file is only its header and the start of its tensor data: `tokenize` needs no more. The ids are HF's
+/// (`Hello`, a space, then one token per digit under Qwen2's split), after the file's BOS.
+#[test]
+fn truncated_7b_file_tokenizes_from_its_header() {
+    let model = common::model(common::QWEN7B_HEAD);
+    let out = ropescope(
+        &[
+            "tokenize",
+            model.to_str().unwrap(),
+            "--text",
+            "Hello 12345",
+            "--json",
+        ],
+        None,
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        j["ids"],
+        serde_json::json!([151646, 9707, 220, 16, 17, 18, 19, 20])
+    );
+}

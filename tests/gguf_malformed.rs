@@ -357,10 +357,80 @@ fn empty_tensor_in_a_file_cut_before_the_data_section() {
         "the directory must end before an alignment boundary"
     );
     let e = raw.parse().unwrap_err();
-    assert!(matches!(e, Error::Truncated { .. }), "{e}");
+    assert!(
+        matches!(e, Error::TruncatedData { incomplete: 1, .. }),
+        "{e}"
+    );
 
     raw.0.resize(raw.0.len().next_multiple_of(32), 0);
     let file = raw.parse().expect("with its padding the file is whole");
     let info = file.tensor("empty").unwrap();
     assert!(file.tensor_bytes(info).is_empty());
+}
+
+/// A file cut inside its tensor data: refused whole, with the bytes missing; its header opens on its own, says how
+/// much is missing, and no incomplete tensor can be read through it.
+#[test]
+fn file_cut_inside_its_tensor_data() {
+    let whole = small_valid_file();
+    let parsed = GgufFile::from_bytes(whole.clone()).unwrap();
+    let b = parsed.tensor("b").unwrap().clone();
+    // Cut 5 bytes into the data of "b" (8 f32 values): "a" stays whole.
+    let cut = (parsed.data_offset() + b.offset + 5) as usize;
+    let expected_size = parsed.data_offset() + b.offset + b.n_bytes;
+    let missing = expected_size - cut as u64;
+    let truncated = whole[..cut].to_vec();
+
+    let e = GgufFile::from_bytes(truncated.clone()).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(&e, Error::TruncatedData { missing: m, incomplete: 1, n_tensors: 2, first, .. }
+            if *m == missing && first == "b"),
+        "{msg}"
+    );
+    assert!(msg.contains(&format!("{missing} bytes short")), "{msg}");
+    assert_eq!(e.kind(), ropescope::ErrorKind::BadFile);
+
+    let header = GgufFile::header_from_bytes(truncated).unwrap();
+    let extent = header.data_extent();
+    assert_eq!(
+        (
+            extent.expected_size,
+            extent.file_size,
+            extent.missing_bytes(),
+            extent.complete_tensors,
+            extent.incomplete_tensors
+        ),
+        (expected_size, cut as u64, missing, 1, 1)
+    );
+    assert!(!extent.is_whole());
+    assert_eq!(header.get_str("general.name").unwrap(), Some("tiny"));
+    assert_eq!(header.dequantize_f32("a").unwrap(), vec![1.0; 8]);
+    let e = header.dequantize_f32("b").unwrap_err();
+    assert!(matches!(e, Error::Truncated { .. }), "{e}");
+    assert!(!header.is_complete(header.tensor("b").unwrap()));
+    let e = header.require_whole_data().unwrap_err();
+    assert!(
+        e.to_string().contains(&format!("{missing} bytes short")),
+        "{e}"
+    );
+
+    // At every cut, the header alone either is refused (cut inside the header) or says exactly how much is missing.
+    for len in 0..whole.len() {
+        if let Ok(f) = GgufFile::header_from_bytes(whole[..len].to_vec()) {
+            let d = f.data_extent();
+            assert_eq!(d.expected_size, expected_size, "cut at {len}");
+            assert_eq!(
+                d.missing_bytes(),
+                expected_size - len as u64,
+                "cut at {len}"
+            );
+            assert_eq!(d.complete_tensors + d.incomplete_tensors, 2, "cut at {len}");
+        }
+    }
+
+    let whole = GgufFile::header_from_bytes(whole).unwrap();
+    assert!(whole.data_extent().is_whole());
+    assert_eq!(whole.data_extent().missing_bytes(), 0);
+    assert!(whole.require_whole_data().is_ok());
 }

@@ -186,9 +186,9 @@ fn unknown_pre_tokenizer_is_named() {
     let err = error_of(with(
         gpt2(),
         "tokenizer.ggml.pre",
-        Value::String("qwen2".into()),
+        Value::String("qwen35".into()),
     ));
-    assert!(err.contains("unsupported pre-tokenizer 'qwen2'"), "{err}");
+    assert!(err.contains("unsupported pre-tokenizer 'qwen35'"), "{err}");
 }
 
 #[test]

@@ -1,7 +1,11 @@
 //! `ropescope inspect`: architecture, hyper-parameters, RoPE as the forward pass applies it, tensor types of a
-//! GGUF file, and what in it ropescope does not understand (which `reference` and `scan` refuse).
+//! GGUF file, how much of its tensor data is present, and what in it ropescope does not understand (which
+//! `reference` and `scan` refuse).
+//!
+//! Only the header has to be whole: a file cut inside its tensor data (such as the first part of a split
+//! download) is described, with the bytes and tensors missing.
 
-use crate::gguf::{GgufFile, Hparams};
+use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
 use crate::model::config::{LayerRope, ModelConfig};
 use anyhow::Context;
@@ -29,12 +33,23 @@ struct Report {
     hparams: Hparams,
     n_tensors: usize,
     tensor_types: BTreeMap<String, usize>,
+    /// How much of the tensor data the directory announces is in the file.
+    tensor_data: TensorDataReport,
     /// RoPE of the resolved configuration; `null` when the file cannot be resolved (see `problem`).
     rope: Option<RopeReport>,
     /// Keys and tensors ropescope does not understand; `reference` and `scan` refuse a file that has any.
     not_understood: Vec<String>,
     /// Why the file cannot be run, if it cannot.
     problem: Option<String>,
+}
+
+/// `tensor_data` of `inspect --json`.
+#[derive(Serialize)]
+struct TensorDataReport {
+    #[serde(flatten)]
+    extent: DataExtent,
+    /// `expected_size - file_size`: bytes of tensor data missing from the end of the file.
+    missing_bytes: u64,
 }
 
 /// The RoPE of a model: one entry per distinct layer type.
@@ -116,7 +131,7 @@ impl RopeReport {
 
 /// Runs `inspect`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let file = GgufFile::open(&args.model)?;
+    let file = GgufFile::open_header(&args.model)?;
     let hparams = Hparams::from_gguf(&file).with_context(|| format!("{}", args.model.display()))?;
     let mut tensor_types = BTreeMap::new();
     for t in file.tensors() {
@@ -124,7 +139,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let resolved = arch::resolve_unchecked(&file);
     let not_understood = arch::keys::not_understood(&file);
+    let extent = file.data_extent();
     let problem = match (&resolved, not_understood.first()) {
+        _ if !extent.is_whole() => file.require_whole_data().err().map(|e| e.to_string()),
         (Err(e), _) => Some(e.to_string()),
         (Ok(_), Some(_)) => arch::keys::check(&file).err().map(|e| e.to_string()),
         (Ok(_), None) => None,
@@ -136,6 +153,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hparams,
         n_tensors: file.tensors().len(),
         tensor_types,
+        tensor_data: TensorDataReport {
+            extent,
+            missing_bytes: extent.missing_bytes(),
+        },
         rope: resolved.as_ref().ok().map(RopeReport::of),
         not_understood,
         problem,
@@ -193,6 +214,20 @@ fn print_text(r: &Report) {
         .map(|(t, n)| format!("{t} x{n}"))
         .collect();
     println!("tensors         {} ({})", r.n_tensors, types.join(", "));
+    let d = &r.tensor_data.extent;
+    if d.is_whole() {
+        println!("tensor data     complete");
+    } else {
+        println!(
+            "tensor data     INCOMPLETE: {} bytes missing (the directory needs a file of {} bytes, this one has {}); \
+             {} tensors complete, {} incomplete",
+            r.tensor_data.missing_bytes,
+            d.expected_size,
+            d.file_size,
+            d.complete_tensors,
+            d.incomplete_tensors
+        );
+    }
     if let Some(rope) = &r.rope {
         print_rope(rope);
     }

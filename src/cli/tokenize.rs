@@ -35,7 +35,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let Some(text) = args.source.read()? else {
         refuse!("give the text with --text TEXT or --file PATH (- reads stdin)");
     };
-    let file = GgufFile::open(&args.model)?;
+    // The tokenizer lives in the metadata: a file cut inside its tensor data serves as well as a whole one.
+    let file = GgufFile::open_header(&args.model)?;
     let tokenizer =
         Tokenizer::from_gguf(&file).with_context(|| format!("{}", args.model.display()))?;
     let ids = tokenizer.encode(&text, !args.no_special)?;

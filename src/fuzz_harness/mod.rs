@@ -98,8 +98,10 @@ fn clean<T>(result: Result<T>) -> Result<T> {
     result
 }
 
-/// Reads every metadata value and tensor of a parsed file the ways the rest of the crate does.
+/// Reads every metadata value and tensor of a parsed file the ways the rest of the crate does, after reading its
+/// header alone as `inspect` and `tokenize` do.
 fn gguf_directory(data: &[u8]) -> Result<()> {
+    header_only(data);
     let file = GgufFile::from_bytes(data.to_vec())?;
     for (key, value) in file.metadata() {
         assert!(std::ptr::eq(file.get(key).expect("a listed key"), value));
@@ -129,6 +131,32 @@ fn gguf_directory(data: &[u8]) -> Result<()> {
     let _ = clean(Hparams::from_gguf(&file));
     let _ = arch::keys::not_understood(&file);
     Ok(())
+}
+
+/// The header of a file whose tensor data may be incomplete: the counts of complete and incomplete tensors add up,
+/// complete tensors read, incomplete ones are refused, and a model is loaded only from a whole file.
+fn header_only(data: &[u8]) {
+    let Ok(file) = clean(GgufFile::header_from_bytes(data.to_vec())) else {
+        return;
+    };
+    let extent = file.data_extent();
+    assert_eq!(
+        extent.complete_tensors + extent.incomplete_tensors,
+        file.tensors().len()
+    );
+    assert_eq!(extent.is_whole(), clean(file.require_whole_data()).is_ok());
+    assert_eq!(extent.is_whole(), extent.missing_bytes() == 0);
+    for info in file.tensors() {
+        if file.is_complete(info) {
+            let _ = file.tensor_bytes(info);
+        } else {
+            assert!(clean(file.dequantize_f32(&info.name)).is_err());
+        }
+    }
+    let _ = clean(arch::resolve_unchecked(&file));
+    if !extent.is_whole() {
+        assert!(clean(Model::<f32>::load(&file)).is_err());
+    }
 }
 
 /// Resolves the configuration of a parsed file, then loads the model on it.

@@ -40,6 +40,53 @@ pub struct TensorInfo {
     pub n_bytes: u64,
 }
 
+/// How much of the tensor data the directory announces is in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DataExtent {
+    /// The file size the tensor directory implies: the end of the data of the tensor that ends last (saturating
+    /// at `u64::MAX`), or the file's own size when there are no tensors and the file ends before the data section.
+    pub expected_size: u64,
+    /// The actual file size.
+    pub file_size: u64,
+    /// Tensors whose data lies wholly inside the file.
+    pub complete_tensors: usize,
+    /// Tensors whose data ends past the end of the file.
+    pub incomplete_tensors: usize,
+}
+
+impl DataExtent {
+    /// Bytes of tensor data missing from the end of the file (0 for a whole file).
+    pub fn missing_bytes(&self) -> u64 {
+        self.expected_size.saturating_sub(self.file_size)
+    }
+
+    /// Whether every tensor's data is in the file (exactly when no byte is missing).
+    pub fn is_whole(&self) -> bool {
+        self.incomplete_tensors == 0
+    }
+
+    /// The error refusing a file with this extent, of `n_tensors` tensors, the first incomplete one `first`.
+    fn truncated(&self, n_tensors: usize, first: &str) -> Error {
+        Error::TruncatedData {
+            missing: self.missing_bytes(),
+            expected_size: self.expected_size,
+            file_size: self.file_size,
+            incomplete: self.incomplete_tensors,
+            n_tensors,
+            first: first.to_string(),
+        }
+    }
+}
+
+/// Whether parsing refuses a file whose tensor data is incomplete.
+#[derive(Clone, Copy, PartialEq)]
+enum Data {
+    /// Every tensor's data must be in the file.
+    Whole,
+    /// The header is enough; tensors whose data is missing are marked incomplete.
+    HeaderOnly,
+}
+
 enum Storage {
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
@@ -89,6 +136,7 @@ pub struct GgufFile {
     tensor_index: HashMap<String, usize>,
     alignment: u64,
     data_offset: u64,
+    extent: DataExtent,
 }
 
 impl std::fmt::Debug for GgufFile {
@@ -103,9 +151,21 @@ impl std::fmt::Debug for GgufFile {
 }
 
 impl GgufFile {
-    /// Opens and parses the file at `path` over a read-only memory map.
+    /// Opens and parses the file at `path` over a read-only memory map. A file whose tensor data is incomplete
+    /// is refused ([`Error::TruncatedData`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
+        Self::open_with(path.as_ref(), Data::Whole)
+    }
+
+    /// Opens the file at `path` like [`GgufFile::open`], but needs only its header (metadata and tensor
+    /// directory) to be whole: a file cut inside its tensor data opens, [`GgufFile::data_extent`] says how much is
+    /// missing, and the data of its incomplete tensors cannot be read ([`GgufFile::dequantize_f32`] refuses them,
+    /// [`GgufFile::require_whole_data`] refuses the file).
+    pub fn open_header(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path.as_ref(), Data::HeaderOnly)
+    }
+
+    fn open_with(path: &Path, data: Data) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let storage = if len == 0 {
@@ -116,17 +176,23 @@ impl GgufFile {
             // the file must not be truncated by another process while it is mapped.
             Storage::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?)
         };
-        let mut parsed = Self::parse(storage)?;
+        let mut parsed = Self::parse(storage, data)?;
         parsed.path = Some(path.to_path_buf());
         Ok(parsed)
     }
 
-    /// Parses a GGUF file held in memory.
+    /// Parses a GGUF file held in memory; incomplete tensor data is refused, as by [`GgufFile::open`].
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
-        Self::parse(Storage::Owned(bytes))
+        Self::parse(Storage::Owned(bytes), Data::Whole)
     }
 
-    fn parse(storage: Storage) -> Result<Self> {
+    /// Parses the header of a GGUF file held in memory, tolerating incomplete tensor data, as
+    /// [`GgufFile::open_header`] does.
+    pub fn header_from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::parse(Storage::Owned(bytes), Data::HeaderOnly)
+    }
+
+    fn parse(storage: Storage, data: Data) -> Result<Self> {
         let buf = storage.bytes();
         let mut c = Cursor::new(buf);
         let magic: [u8; 4] = c.take(4, &|| "magic".into())?.try_into().expect("4 bytes");
@@ -187,19 +253,30 @@ impl GgufFile {
         }
 
         let data_offset = (c.pos() as u64).div_ceil(alignment) * alignment;
-        // `None` when the file ends inside the padding before the data section: then even an empty tensor
-        // lies past the end.
-        let data_len = (buf.len() as u64).checked_sub(data_offset);
+        let file_size = buf.len() as u64;
+        let mut extent = DataExtent {
+            expected_size: data_offset.min(file_size),
+            file_size,
+            complete_tensors: 0,
+            incomplete_tensors: 0,
+        };
+        let mut first_incomplete = None;
         for t in &tensors {
-            let end = t.offset.checked_add(t.n_bytes);
-            if end.is_none_or(|e| data_len.is_none_or(|len| e > len)) {
-                return Err(Error::Truncated {
-                    what: format!("data of tensor '{}'", t.name),
-                    offset: data_offset.saturating_add(t.offset),
-                    needed: t.n_bytes,
-                    len: buf.len() as u64,
-                });
+            // A tensor ends inside the file only if the file reaches the data section (an empty tensor in a file
+            // cut inside the padding before it is incomplete too).
+            let end = data_offset
+                .saturating_add(t.offset)
+                .saturating_add(t.n_bytes);
+            extent.expected_size = extent.expected_size.max(end);
+            if end <= file_size {
+                extent.complete_tensors += 1;
+            } else {
+                extent.incomplete_tensors += 1;
+                first_incomplete.get_or_insert(t.name.as_str());
             }
+        }
+        if let (Data::Whole, Some(first)) = (data, first_incomplete) {
+            return Err(extent.truncated(tensors.len(), first));
         }
 
         Ok(Self {
@@ -212,6 +289,7 @@ impl GgufFile {
             tensor_index,
             alignment,
             data_offset,
+            extent,
         })
     }
 
@@ -263,14 +341,50 @@ impl GgufFile {
             .ok_or_else(|| Error::MissingTensor(name.to_string()))
     }
 
-    /// The raw bytes of a tensor (bounds were checked when the file was parsed).
+    /// How much of the tensor data the directory announces is in the file (all of it unless the file was
+    /// opened with [`GgufFile::open_header`]).
+    pub fn data_extent(&self) -> DataExtent {
+        self.extent
+    }
+
+    /// Refuses a file whose tensor data is incomplete, with the error [`GgufFile::open`] gives for it.
+    pub fn require_whole_data(&self) -> Result<()> {
+        match self.tensors.iter().find(|t| !self.is_complete(t)) {
+            None => Ok(()),
+            Some(first) => Err(self.extent.truncated(self.tensors.len(), &first.name)),
+        }
+    }
+
+    /// Whether the data of tensor `info` (an entry of this file's directory) lies wholly inside the file.
+    pub fn is_complete(&self, info: &TensorInfo) -> bool {
+        self.data_offset
+            .checked_add(info.offset)
+            .and_then(|start| start.checked_add(info.n_bytes))
+            .is_some_and(|end| end <= self.extent.file_size)
+    }
+
+    /// The raw bytes of a tensor. Panics if its data is incomplete, which only a file opened with
+    /// [`GgufFile::open_header`] can have (see [`GgufFile::is_complete`]).
+    #[track_caller]
     pub fn tensor_bytes(&self, info: &TensorInfo) -> &[u8] {
+        assert!(
+            self.is_complete(info),
+            "the data of tensor '{}' is incomplete",
+            info.name
+        );
         let start = (self.data_offset + info.offset) as usize;
         &self.storage.bytes()[start..start + info.n_bytes as usize]
     }
 
-    /// A shared handle to the bytes of a tensor (no copy).
+    /// A shared handle to the bytes of a tensor (no copy). Panics if its data is incomplete, as
+    /// [`GgufFile::tensor_bytes`] does.
+    #[track_caller]
     pub fn tensor_data(&self, info: &TensorInfo) -> TensorData {
+        assert!(
+            self.is_complete(info),
+            "the data of tensor '{}' is incomplete",
+            info.name
+        );
         let start = (self.data_offset + info.offset) as usize;
         TensorData {
             storage: Arc::clone(&self.storage),
@@ -281,6 +395,14 @@ impl GgufFile {
     /// Dequantizes tensor `name` to f32 (row-major over ggml's dims: `dims[0]` fastest).
     pub fn dequantize_f32(&self, name: &str) -> Result<Vec<f32>> {
         let info = self.tensor(name)?;
+        if !self.is_complete(info) {
+            return Err(Error::Truncated {
+                what: format!("data of tensor '{name}'"),
+                offset: self.data_offset.saturating_add(info.offset),
+                needed: info.n_bytes,
+                len: self.extent.file_size,
+            });
+        }
         let n = usize::try_from(info.n_elements).map_err(|_| {
             Error::Malformed(format!("tensor '{name}' is too large for this machine"))
         })?;

@@ -12,7 +12,8 @@ mod value;
 mod writer;
 
 pub use file::{
-    GgufFile, TensorData, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS,
+    DataExtent, GgufFile, TensorData, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH,
+    MAX_DIMS,
 };
 pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE};
 pub use value::{type_id, Array, Value};

@@ -53,8 +53,10 @@ pub struct ForwardOutput<T> {
 
 impl<T: Real> Model<T> {
     /// Resolves the configuration of `file` and takes its weights, checking every tensor (the matrices stay
-    /// quantized in the file's memory map, which the model keeps open).
+    /// quantized in the file's memory map, which the model keeps open). A file whose tensor data is incomplete
+    /// is refused before anything else ([`crate::Error::TruncatedData`]).
     pub fn load(file: &GgufFile) -> Result<Self> {
+        file.require_whole_data()?;
         let config = arch::resolve(file)?;
         let weights = Weights::load(file, &config)?;
         Ok(Self { config, weights })

@@ -184,8 +184,9 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
 
 impl<T: Real> Weights<T> {
     /// Takes every weight of `file` for configuration `c`, checking each tensor's shape and type; matrices stay
-    /// in the file's memory map, vectors are dequantized.
+    /// in the file's memory map, vectors are dequantized. A file whose tensor data is incomplete is refused.
     pub fn load(file: &GgufFile, c: &ModelConfig) -> Result<Self> {
+        file.require_whole_data()?;
         let ld = Loader { file };
         let layers = (0..c.n_layers)
             .map(|i| load_layer(&ld, c, i))

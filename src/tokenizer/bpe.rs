@@ -1,30 +1,21 @@
-//! Byte-level BPE (`tokenizer.ggml.model = gpt2`), as GPT-2 defined it and SmolLM2 uses it.
+//! Byte-level BPE (`tokenizer.ggml.model = gpt2`), as GPT-2 defined it and SmolLM2, Llama 3 and Qwen2 use it.
 //!
-//! Text is split by the pre-tokenizer's regex, each piece's UTF-8 bytes are spelled in GPT-2's printable byte
-//! alphabet (`Ġ` for a space, ...), and the file's ranked merges join the symbols of each piece.
+//! Text is split by the pre-tokenizer's regex ([`PreTokenizer`], chosen by `tokenizer.ggml.pre`), each piece's
+//! UTF-8 bytes are spelled in GPT-2's printable byte alphabet (`Ġ` for a space, ...), and the file's ranked merges
+//! join the symbols of each piece.
 
 use super::merge::merge;
 use super::metadata::Metadata;
-use super::Vocab;
+use super::{PreTokenizer, Vocab};
 use crate::{Error, Result};
-use fancy_regex::Regex;
 use std::collections::HashMap;
-
-/// GPT-2's split regex. HF transformers uses it for every `tokenizer.ggml.pre` it has no regex of its own for,
-/// `smollm` included (llama.cpp's `smollm` also splits digits one by one; the SmolLM2 vocabulary has no
-/// multi-digit tokens, so that changes no id).
-const GPT2_SPLIT: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-
-/// Values of `tokenizer.ggml.pre` that use [`GPT2_SPLIT`].
-const GPT2_PRE: [&str; 4] = ["default", "gpt2", "gpt-2", "smollm"];
 
 /// A byte-level BPE tokenizer model.
 pub(super) struct ByteLevelBpe {
     vocab: Vocab,
     /// `(left, right)` → (rank, merged id).
     merges: HashMap<(u32, u32), (u32, u32)>,
-    split: Regex,
+    split: PreTokenizer,
     /// Token id of each byte's one-character piece.
     byte_ids: [Option<u32>; 256],
     /// Byte of each character of the byte alphabet.
@@ -36,7 +27,7 @@ pub(super) struct ByteLevelBpe {
 impl ByteLevelBpe {
     /// Builds the model from the file's vocabulary, merges and pre-tokenizer name.
     pub fn from_metadata(meta: &Metadata) -> Result<Self> {
-        let split = split_regex(meta.pre)?;
+        let split = PreTokenizer::from_name(meta.pre)?;
         let byte_chars = byte_chars();
         let char_bytes: HashMap<char, u8> =
             (0..=255u8).map(|b| (byte_chars[b as usize], b)).collect();
@@ -82,17 +73,8 @@ impl ByteLevelBpe {
         } else {
             text
         };
-        let mut start = 0;
-        for m in self.split.find_iter(text) {
-            let m = m.map_err(|e| Error::Tokenizer(format!("pre-tokenizer regex: {e}")))?;
-            if m.start() > start {
-                self.encode_piece(&text[start..m.start()], out);
-            }
-            self.encode_piece(m.as_str(), out);
-            start = m.end();
-        }
-        if start < text.len() {
-            self.encode_piece(&text[start..], out);
+        for piece in self.split.split(text)? {
+            self.encode_piece(piece, out);
         }
         Ok(())
     }
@@ -125,27 +107,6 @@ impl ByteLevelBpe {
     }
 }
 
-fn split_regex(pre: Option<&str>) -> Result<Regex> {
-    match pre {
-        None => {}
-        Some(pre) if GPT2_PRE.contains(&pre) => {}
-        Some(pre) => {
-            return Err(Error::Tokenizer(format!(
-                "unsupported pre-tokenizer '{pre}' (tokenizer.ggml.pre; supported: {})",
-                GPT2_PRE.join(", ")
-            )))
-        }
-    }
-    // Compiled once per process: building the look-ahead regex costs more than the rest of a tokenizer's
-    // construction from metadata.
-    static SPLIT: std::sync::OnceLock<std::result::Result<Regex, String>> =
-        std::sync::OnceLock::new();
-    SPLIT
-        .get_or_init(|| Regex::new(GPT2_SPLIT).map_err(|e| e.to_string()))
-        .clone()
-        .map_err(|e| Error::Tokenizer(format!("pre-tokenizer regex: {e}")))
-}
-
 /// The merges of `tokenizer.ggml.merges` by pair of ids, ranked by their order in the file (a pair listed twice
 /// keeps its last rank, as in HF).
 fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (u32, u32)>> {
@@ -156,6 +117,7 @@ fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (
         problem: format!("merge {rank} {problem}"),
     };
     let mut ranked = HashMap::with_capacity(merges.len());
+    let mut joined = String::new();
     for (rank, merge) in merges.iter().enumerate() {
         let (left, right) = merge.split_once(' ').ok_or_else(|| {
             bad(
@@ -172,7 +134,10 @@ fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (
             })
         };
         let pair = (id(left)?, id(right)?);
-        let merged = id(&format!("{left}{right}"))?;
+        joined.clear();
+        joined.push_str(left);
+        joined.push_str(right);
+        let merged = id(&joined)?;
         let rank = u32::try_from(rank).map_err(|_| bad(rank, "is beyond 32-bit ranks"))?;
         ranked.insert(pair, (rank, merged));
     }
@@ -209,21 +174,5 @@ mod tests {
         assert_eq!(chars[0xAD], 'Ń');
         let distinct: std::collections::HashSet<char> = chars.iter().copied().collect();
         assert_eq!(distinct.len(), 256);
-    }
-
-    #[test]
-    fn gpt2_regex_splits_words_numbers_and_spaces() {
-        let re = split_regex(Some("smollm")).unwrap();
-        let parts: Vec<&str> = re
-            .find_iter("I'm  fine, 42x\t\n")
-            .map(|m| m.unwrap().as_str())
-            .collect();
-        assert_eq!(parts, ["I", "'m", " ", " fine", ",", " 42", "x", "\t\n"]);
-    }
-
-    #[test]
-    fn unknown_pre_tokenizer_is_named() {
-        let err = split_regex(Some("qwen2")).unwrap_err().to_string();
-        assert!(err.contains("'qwen2'"), "{err}");
     }
 }

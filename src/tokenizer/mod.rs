@@ -1,5 +1,5 @@
-//! Tokenizers built from a GGUF file's own metadata: byte-level BPE (`gpt2`, e.g. SmolLM2) and SentencePiece
-//! (`llama`, e.g. Gemma 3).
+//! Tokenizers built from a GGUF file's own metadata: byte-level BPE (`gpt2`, e.g. SmolLM2, Llama 3, Qwen2, with
+//! the pre-tokenizers of [`PreTokenizer`]) and SentencePiece (`llama`, e.g. Gemma 3).
 //!
 //! The ids are those HF transformers produces for a tokenizer it builds from the same file, which
 //! `tests/tokenizer_real.rs` checks on the texts of `fixtures/tokenizer/`. The HF `tokenizers` crate is
@@ -9,6 +9,7 @@
 mod bpe;
 mod merge;
 mod metadata;
+mod pre;
 mod special;
 mod spm;
 mod vocab;
@@ -17,6 +18,7 @@ use crate::gguf::GgufFile;
 use crate::{Error, Result};
 use bpe::ByteLevelBpe;
 use metadata::{Metadata, TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED};
+pub use pre::PreTokenizer;
 use special::{Segment, SpecialTokens};
 use spm::SentencePiece;
 use vocab::Vocab;

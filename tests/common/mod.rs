@@ -7,6 +7,9 @@ use std::path::PathBuf;
 pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// File name of the cached Gemma 3 270M Q4_K_M model.
 pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
+/// File name of the cached first 95 MB of DeepSeek-R1-Distill-Qwen-7B Q4_K_M (architecture qwen2): whole header,
+/// incomplete tensor data.
+pub const QWEN7B_HEAD: &str = "DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.head.gguf";
 
 /// Path of a real model in the cache `fixtures/models.sh` fills (`$ROPESCOPE_CACHE/models`, default
 /// `~/.cache/ropescope/models`). Panics with the command to run when the model is not there.
