@@ -15,37 +15,23 @@
 //! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32` or `-- f64` for one precision; threads:
 //! `RAYON_NUM_THREADS`, default every core).
 
+#[path = "support/models.rs"]
+mod models;
+
+use models::{cached, token_ids, MODELS, TOKENS};
 use ropescope::capture::CollectSink;
 use ropescope::gguf::GgufFile;
 use ropescope::linalg::{peak::fma_peak_gflops, Isa};
 use ropescope::model::{ForwardOptions, Model};
 use ropescope::numeric::Real;
 use ropescope::profile::{Profile, Step, StepTotal};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Instant;
 
-/// Tokens per forward pass.
-const TOKENS: usize = 512;
 /// Profiled passes per model and precision; the median of each step is reported.
 const RUNS: usize = 3;
 /// Seconds per peak measurement.
 const PEAK_SECONDS: f64 = 0.5;
-
-/// The model cache of `fixtures/models.sh`.
-fn model_dir() -> PathBuf {
-    match std::env::var_os("ROPESCOPE_CACHE") {
-        Some(dir) => PathBuf::from(dir).join("models"),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/ropescope/models"),
-    }
-}
-
-/// Deterministic in-vocabulary token ids (the pass costs the same for any ids).
-fn token_ids(vocab: usize) -> Vec<u32> {
-    (0..TOKENS)
-        .map(|i| ((i * 7919 + 17) % vocab) as u32)
-        .collect()
-}
 
 /// The median of `values`.
 fn median(mut values: Vec<f64>) -> f64 {
@@ -60,7 +46,7 @@ struct Peaks {
     one: Option<f64>,
 }
 
-fn run<T: Real>(name: &str, path: &PathBuf, peaks: &Peaks) {
+fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks) {
     let file = GgufFile::open(path).expect("model file");
     let model = Model::<T>::load(&file).expect("supported model");
     let ids = token_ids(model.config.vocab_size);
@@ -161,18 +147,10 @@ fn main() {
             all: fma_peak_gflops(isa, double, threads, PEAK_SECONDS),
             one: fma_peak_gflops(isa, double, 1, PEAK_SECONDS),
         };
-        for (name, file_name) in [
-            ("smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-            ("gemma3-270m", "gemma-3-270m-q4_k_m.gguf"),
-        ] {
-            let path = model_dir().join(file_name);
-            if !path.is_file() {
-                println!(
-                    "skipping {name}: {} is absent (fixtures/models.sh downloads it)",
-                    path.display()
-                );
+        for (name, file_name) in MODELS {
+            let Some(path) = cached(name, file_name) else {
                 continue;
-            }
+            };
             if double {
                 run::<f64>(name, &path, &peaks);
             } else {

@@ -6,46 +6,21 @@
 //! A model whose file is absent is skipped with a note. The side-by-side comparison with HF transformers and
 //! llama.cpp is `benches/peers/compare.py`.
 
+#[path = "support/models.rs"]
+mod models;
+
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
+use models::{cached, token_ids, MODELS, TOKENS};
 use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
-use std::path::PathBuf;
 use std::time::Duration;
 
-/// Tokens per forward pass.
-const TOKENS: usize = 512;
-
-/// The model cache of `fixtures/models.sh`.
-fn model_dir() -> PathBuf {
-    match std::env::var_os("ROPESCOPE_CACHE") {
-        Some(dir) => PathBuf::from(dir).join("models"),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-            .join(".cache/ropescope/models"),
-    }
-}
-
-/// Deterministic in-vocabulary token ids (a fixed stride through the vocabulary; the forward pass costs the
-/// same for any ids).
-fn token_ids(vocab: usize) -> Vec<u32> {
-    (0..TOKENS)
-        .map(|i| ((i * 7919 + 17) % vocab) as u32)
-        .collect()
-}
-
 fn forward(c: &mut Criterion) {
-    for (name, file_name) in [
-        ("smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-        ("gemma3-270m", "gemma-3-270m-q4_k_m.gguf"),
-    ] {
-        let path = model_dir().join(file_name);
-        if !path.is_file() {
-            println!(
-                "skipping {name}: {} is absent (fixtures/models.sh downloads it)",
-                path.display()
-            );
+    for (name, file_name) in MODELS {
+        let Some(path) = cached(name, file_name) else {
             continue;
-        }
+        };
         let mut group = c.benchmark_group(name);
         // Flat sampling: one pass per sample (a forward pass takes about a second), not 1 + 2 + ... + 10.
         group

@@ -121,7 +121,7 @@ impl Naive {
     /// Layer-specific (base, window) by the architecture's rules.
     fn layer_geometry(&self, l: usize) -> (f64, Option<usize>) {
         match self.arch.as_str() {
-            "gemma3" if (l + 1) % 6 != 0 => (10_000.0, self.window),
+            "gemma3" if !(l + 1).is_multiple_of(6) => (10_000.0, self.window),
             "gemma3" => (self.base, None),
             "gemma2" if l % 2 == 1 => (self.base, None),
             _ => (self.base, self.window),

@@ -353,7 +353,7 @@ fn empty_tensor_in_a_file_cut_before_the_data_section() {
     let mut raw = Raw::header(3, 1, 0);
     raw.tensor("empty", &[0], 0, 0);
     assert!(
-        raw.0.len() % 32 != 0,
+        !raw.0.len().is_multiple_of(32),
         "the directory must end before an alignment boundary"
     );
     let e = raw.parse().unwrap_err();

@@ -34,7 +34,7 @@ pub struct SwapScores {
 /// Attention mass of each of `m` contiguous equal blocks of `attention` (the last query's weights over its
 /// context keys). `None` when `m < 2` or the context length is not a multiple of `m`.
 pub fn block_masses(attention: &[f64], m: usize) -> Option<Vec<f64>> {
-    if m < 2 || attention.is_empty() || attention.len() % m != 0 {
+    if m < 2 || attention.is_empty() || !attention.len().is_multiple_of(m) {
         return None;
     }
     let len = attention.len() / m;
@@ -45,7 +45,7 @@ pub fn block_masses(attention: &[f64], m: usize) -> Option<Vec<f64>> {
 /// position `p` then holds original content `perm[p]`. `None` when the blocks are not well defined or
 /// `a`, `b` are not distinct blocks.
 pub fn block_swap_permutation(n_ctx: usize, m: usize, a: usize, b: usize) -> Option<Vec<usize>> {
-    if m < 2 || n_ctx == 0 || n_ctx % m != 0 || a >= m || b >= m || a == b {
+    if m < 2 || n_ctx == 0 || !n_ctx.is_multiple_of(m) || a >= m || b >= m || a == b {
         return None;
     }
     let len = n_ctx / m;

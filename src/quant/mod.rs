@@ -85,7 +85,7 @@ impl Dequantizer {
     /// and `data` exactly their bytes (callers check sizes once, when they take the tensor).
     pub fn run(&self, data: &[u8], out: &mut [f32]) {
         let (bs, ts) = (self.ty.block_size(), self.ty.type_size());
-        assert!(out.len() % bs == 0 && data.len() == out.len() / bs * ts);
+        assert!(out.len().is_multiple_of(bs) && data.len() == out.len() / bs * ts);
         for (block, y) in data.chunks_exact(ts).zip(out.chunks_exact_mut(bs)) {
             (self.kernel)(block, y);
         }
@@ -99,7 +99,7 @@ impl Dequantizer {
 pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32], tensor: &str) -> Result<()> {
     let deq = Dequantizer::new(ty, tensor)?;
     let (bs, ts) = (ty.block_size(), ty.type_size());
-    if out.len() % bs != 0 || data.len() != out.len() / bs * ts {
+    if !out.len().is_multiple_of(bs) || data.len() != out.len() / bs * ts {
         return Err(Error::Malformed(format!(
             "tensor '{tensor}': {} bytes of {ty} cannot hold {} elements",
             data.len(),

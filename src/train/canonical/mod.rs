@@ -117,7 +117,7 @@ impl CanonicalConfig {
     fn validate(&self) -> Result<RopeSpec, ConfigError> {
         self.task.check(&self.sizes).map_err(ConfigError::Invalid)?;
         let invalid = |what: &str| Err(ConfigError::Invalid(what.to_string()));
-        if self.head_dim < 2 || self.head_dim % 2 != 0 {
+        if self.head_dim < 2 || !self.head_dim.is_multiple_of(2) {
             return invalid("head_dim must be even and >= 2");
         }
         if self.gate.n_chunks() != self.head_dim / 2 {

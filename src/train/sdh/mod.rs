@@ -166,7 +166,7 @@ impl SdhConfig {
             }
         };
         check(
-            self.head_dim >= 2 && self.head_dim % 2 == 0,
+            self.head_dim >= 2 && self.head_dim.is_multiple_of(2),
             "head_dim must be even and >= 2",
         )?;
         check(self.d_model >= 2, "d_model must be >= 2")?;
