@@ -7,6 +7,7 @@ use std::f64::consts::{PI, TAU};
 
 use proptest::prelude::*;
 use rand::Rng;
+use ropescope::analysis::fourier::logit_spectrum;
 use ropescope::analysis::softmax::{causal_attention, softmax};
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::head::Rotation;
@@ -16,13 +17,20 @@ use ropescope::theory::positional::{
 };
 use ropescope::theory::rotation::{distance_to_multiple_of_two_pi, nearest_return, rounding_bound};
 use ropescope::theory::semantic_channel::break_channel;
-use theory_support::{config, gaussian, rng, scaled, unit, SEED};
+use theory_support::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
 
 fn pairing(adjacent: bool) -> Pairing {
     if adjacent {
         Pairing::Adjacent
     } else {
         Pairing::HalfSplit
+    }
+}
+
+fn other(pairing: Pairing) -> Pairing {
+    match pairing {
+        Pairing::Adjacent => Pairing::HalfSplit,
+        Pairing::HalfSplit => Pairing::Adjacent,
     }
 }
 
@@ -107,6 +115,23 @@ fn lemma_a3_strict_maximum_can_exceed_half() {
     assert!(softmax(&[3.0, 0.0, 0.0])[0] > 0.5);
 }
 
+/// How close to 1/2 the near-tie instances of Lemma A.3 and Prop 5.2 must come: the bound is approached within
+/// the factor `1/(1 − 2·TIGHT_HALF_TOL)`. The instances sit at 2.5·10⁻⁸ (Lemma A.3) and 10⁻¹¹ (Prop 5.2) below 1/2.
+const TIGHT_HALF_TOL: f64 = 1e-6;
+
+/// Lemma A.3's 1/2 cannot be lowered: `a = (0, 10⁻⁷, −40, …)` has `a_0 < a_1` and
+/// `α_0 = 1/(1 + e^{10⁻⁷} + (n − 2) e^{−40})`, within `TIGHT_HALF_TOL` of 1/2 and not above it.
+#[test]
+fn lemma_a3_bound_is_approached_by_a_near_tie() {
+    for n in [2, 5, 19] {
+        let mut a = vec![-40.0; n];
+        (a[0], a[1]) = (0.0, 1e-7);
+        let alpha = softmax(&a)[0];
+        println!("n={n}: α_0 = 1/2 − {:.2e}", 0.5 - alpha);
+        assert!((0.5 - TIGHT_HALF_TOL..=0.5).contains(&alpha));
+    }
+}
+
 // ---------------------------------------------------------------- Prop 3.1
 
 /// Width of the window of distances `0..PROP_3_1_WINDOW` over which the chosen distance must win.
@@ -158,6 +183,114 @@ fn prop_3_1_fails_for_zero_query() {
     let k = key_peaking_at_distance(&rotation, &q, 3);
     let logits = logits_over_distances(&rotation, &q, &k, PROP_3_1_WINDOW);
     assert!((0..PROP_3_1_WINDOW).all(|r| !unique_maximum_at(&logits, r)));
+}
+
+// ---------------------------------------------------------------- §4: Cauchy–Schwarz per chunk
+
+/// Rounding slack of the per-chunk bound, relative to `‖q‖‖k‖`: angles up to 4096 rad carry absolute errors near
+/// 10⁻¹² in their sines and cosines.
+const CHUNK_CS_REL_TOL: f64 = 1e-10;
+
+/// Chunk `l`'s contribution `q^(l)ᵀ ρ(g_l)^{j−i} k^(l)` to the logit, through the engine's rotation of the whole
+/// vectors: the dot product of `R^i q` and `R^j k` restricted to the chunk's two coordinates under `spec`.
+fn chunk_contribution(
+    rotation: &Rotation,
+    spec: &RopeSpec,
+    q: &[f64],
+    i: usize,
+    k: &[f64],
+    j: usize,
+    l: usize,
+) -> f64 {
+    let (a, b) = spec.chunk_dims(l);
+    let (q, k) = (rotation.at(q, i), rotation.at(k, j));
+    q[a] * k[a] + q[b] * k[b]
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// §4: by Cauchy–Schwarz each chunk's contribution obeys `|q^(l)ᵀ ρ(g_l)^{j−i} k^(l)| ≤ ‖q^(l)‖ ‖k^(l)‖`
+    /// (`A_l` of `analysis::fourier::logit_spectrum`), so `|a_ij| ≤ Σ_l A_l ≤ ‖q‖ ‖k‖`, at every pair of positions
+    /// and for both pairings.
+    #[test]
+    fn cauchy_schwarz_per_chunk_bounds_every_contribution(
+        half_dim in 1usize..17,
+        log_base in 1.0f64..6.0,
+        adjacent in any::<bool>(),
+        i in 0usize..4096,
+        j in 0usize..4096,
+        seed in any::<u64>(),
+    ) {
+        let spec = RopeSpec::new(2 * half_dim, 10f64.powf(log_base), pairing(adjacent));
+        let rotation = Rotation::rope(spec.clone());
+        let mut rng = rng(seed);
+        let (q, k) = (gaussian(&mut rng, 2 * half_dim), gaussian(&mut rng, 2 * half_dim));
+        let norms = (norm_sq(&q) * norm_sq(&k)).sqrt();
+        let tol = CHUNK_CS_REL_TOL * norms;
+        let spectrum = logit_spectrum(&spec, &q, &k);
+        for (l, term) in spectrum.terms.iter().enumerate() {
+            prop_assert!(chunk_contribution(&rotation, &spec, &q, i, &k, j, l).abs() <= term.amplitude + tol);
+        }
+        let total: f64 = spectrum.terms.iter().map(|t| t.amplitude).sum();
+        prop_assert!(rotation.logit(&q, i, &k, j).abs() <= total + tol);
+        prop_assert!(total <= norms + tol);
+    }
+}
+
+/// The per-chunk bound is attained: a key whose chunks are positive multiples `c_l ρ(g_l)^r q^(l)` of the rotated
+/// query chunks (Prop 3.1's key when all `c_l` are equal) meets every chunk's bound at distance `r`, and with equal
+/// `c_l` the logit equals `‖q‖ ‖k‖`: neither bound can be lowered.
+#[test]
+fn cauchy_schwarz_per_chunk_bound_is_attained_by_aligned_key() {
+    let mut rng = rng(SEED);
+    for (half_dim, base, pairing, r) in [
+        (8, 10_000.0, Pairing::HalfSplit, 5),
+        (32, 500_000.0, Pairing::Adjacent, 1000),
+    ] {
+        let spec = RopeSpec::new(2 * half_dim, base, pairing);
+        let rotation = Rotation::rope(spec.clone());
+        let q = gaussian(&mut rng, 2 * half_dim);
+        let aligned = key_peaking_at_distance(&rotation, &q, r);
+        let mut k = aligned.clone();
+        for l in 0..half_dim {
+            let (a, b) = spec.chunk_dims(l);
+            let c: f64 = rng.random_range(0.1..3.0);
+            (k[a], k[b]) = (c * k[a], c * k[b]);
+        }
+        let i = r + 7;
+        let spectrum = logit_spectrum(&spec, &q, &k);
+        let tol = CHUNK_CS_REL_TOL * (norm_sq(&q) * norm_sq(&k)).sqrt();
+        for (l, term) in spectrum.terms.iter().enumerate() {
+            let contribution = chunk_contribution(&rotation, &spec, &q, i, &k, i - r, l);
+            assert!((contribution - term.amplitude).abs() <= tol, "chunk {l}");
+        }
+        let equal = rotation.logit(&q, i, &aligned, i - r);
+        let norms = (norm_sq(&q) * norm_sq(&aligned)).sqrt();
+        assert!((equal - norms).abs() <= CHUNK_CS_REL_TOL * norms);
+    }
+}
+
+/// Companion: the bound needs the chunks to be the coordinate pairs the rotation turns together. Read with the
+/// other pairing, a "chunk"'s two coordinates belong to two different rotations, and its contribution exceeds the
+/// product of its norms at some distance.
+#[test]
+fn cauchy_schwarz_per_chunk_fails_with_wrong_pairing() {
+    let mut rng = rng(SEED);
+    for pairing in [Pairing::Adjacent, Pairing::HalfSplit] {
+        let rotation = Rotation::rope(RopeSpec::new(16, 10_000.0, pairing));
+        let wrong = RopeSpec::new(16, 10_000.0, other(pairing));
+        let (q, k) = (gaussian(&mut rng, 16), gaussian(&mut rng, 16));
+        let spectrum = logit_spectrum(&wrong, &q, &k);
+        let excess = (0..64)
+            .flat_map(|i| (0..wrong.n_chunks()).map(move |l| (i, l)))
+            .map(|(i, l)| {
+                chunk_contribution(&rotation, &wrong, &q, i, &k, 0, l).abs()
+                    - spectrum.terms[l].amplitude
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert!(excess > 0.1, "{pairing:?}: {excess}");
+    }
 }
 
 // ---------------------------------------------------------------- Prop 3.2
@@ -313,6 +446,26 @@ fn prop_5_2_rope_breaks_the_repeated_token_tie() {
     let (queries, keys) = construction(&rotation, &[3.0, 0.0], PositionalPattern::Diagonal, 3);
     let s = bos_x_x_attention(&rotation, &queries, &keys);
     assert!(s[2 * 3 + 2] > 0.5);
+}
+
+/// Prop 5.2's 1/2 cannot be lowered: a NoPE head whose `x` query meets the `x` key with logit `L = 12` and the bos
+/// key with `−L` gives `α_33 = α_32 = 1/(e^{−2L} + 2)`, within `TIGHT_HALF_TOL` of 1/2 and not above it.
+#[test]
+fn prop_5_2_bound_is_approached_when_bos_is_far_below() {
+    let root = 12f64.sqrt();
+    let (q_x, k_x, k_bos) = (
+        vec![root, 0.0, 0.0, 0.0],
+        vec![root, 0.0, 0.0, 0.0],
+        vec![-root, 0.0, 0.0, 0.0],
+    );
+    let queries = vec![vec![0.0; 4], q_x.clone(), q_x];
+    let keys = vec![k_bos, k_x.clone(), k_x];
+    let s = bos_x_x_attention(&Rotation::nope(4), &queries, &keys);
+    let (diagonal, previous) = (s[2 * 3 + 2], s[2 * 3 + 1]);
+    println!("α_33 = 1/2 − {:.2e}", 0.5 - diagonal);
+    for alpha in [diagonal, previous] {
+        assert!((0.5 - TIGHT_HALF_TOL..=0.5).contains(&alpha));
+    }
 }
 
 // ---------------------------------------------------------------- Thm 5.3

@@ -26,10 +26,16 @@ pub fn rank_one_logit_perturbation(
         .collect()
 }
 
-/// Bound on `|SlashScore'(Δ) − SlashScore(Δ)|` when every logit of row `i` moves by at most `row_bounds[i]`:
-/// each weight then changes by a factor in `[e^{−2η_i}, e^{2η_i}]`, so
-/// `|S'[i,j] − S[i,j]| ≤ S[i,j] (e^{2η_i} − 1)` and the bound is `1/(n−Δ) Σ_{i ≥ Δ} S[i,i−Δ] (e^{2η_i} − 1)`.
-/// `attention` is the unperturbed row-major `n × n` matrix. `None` when `Δ ≥ n` or `row_bounds` is shorter than `n`.
+/// Bound on `|SlashScore'(Δ) − SlashScore(Δ)|` when every logit of row `i` moves by at most `row_bounds[i]`.
+///
+/// Write the target weight of row `i` as `S = 1/(1 + e^{−x})` with `x = a[i,i−Δ] − ln Σ_{j≠i−Δ} e^{a[i,j]}`.
+/// Moving every logit of the row by at most `η_i` moves `x` by at most `2η_i`, so with `u = e^{2η_i} − 1`
+/// the weight moves by at most `S(1−S) u / (1 + min(S, 1−S) u)`: the larger of the rise `sigmoid(x + 2η_i) − S`
+/// and the fall `S − sigmoid(x − 2η_i)`. That is attained when the target's logit moves by `±η_i` and every
+/// other logit of the row by `∓η_i`, so no smaller bound holds for every perturbation within the `η_i`.
+/// (The cruder `S (e^{2η_i} − 1)` exceeds it by the factor `(1 + min(S, 1−S) u)/(1 − S)`, unbounded as
+/// `S → 1`.) The result is `1/(n−Δ) Σ_{i ≥ Δ}` of the row bounds. `attention` is the unperturbed row-major
+/// `n × n` matrix. `None` when `Δ ≥ n` or `row_bounds` is shorter than `n`.
 pub fn slash_deviation_bound(
     attention: &[f64],
     n: usize,
@@ -40,7 +46,11 @@ pub fn slash_deviation_bound(
         return None;
     }
     let total: f64 = (delta..n)
-        .map(|i| attention[i * n + i - delta] * (2.0 * row_bounds[i]).exp_m1())
+        .map(|i| {
+            let s = attention[i * n + i - delta];
+            let u = (2.0 * row_bounds[i]).exp_m1();
+            s * (1.0 - s) * u / (1.0 + s.min(1.0 - s) * u)
+        })
         .sum();
     Some(total / (n - delta) as f64)
 }
