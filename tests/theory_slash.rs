@@ -8,7 +8,7 @@ use std::f64::consts::PI;
 use proptest::prelude::*;
 use rand::Rng;
 use ropescope::analysis::cone::cone_spread;
-use ropescope::analysis::fourier::{logit_spectrum, FrequencyBands};
+use ropescope::analysis::fourier::{logit_spectrum, BandShares, FrequencyBands};
 use ropescope::analysis::rank::{rank_stats, singular_values};
 use ropescope::analysis::slash::{
     is_slash_dominant, slash_profile, slash_score, DEFAULT_SLASH_KAPPA,
@@ -17,7 +17,8 @@ use ropescope::analysis::softmax::causal_attention;
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::head::{dot, Rotation};
 use ropescope::theory::slash::{
-    cone_rank_one_deficit_bound, rank_one_logit_perturbation, slash_deviation_bound,
+    cone_rank_one_deficit_bound, minimal_slash_budget, rank_one_logit_perturbation,
+    rank_one_slash_score, slash_deviation_bound,
 };
 use theory_support::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
 
@@ -503,56 +504,204 @@ fn slash_noise_bound_is_approached_in_the_toy_model() {
 const BAND_DIM: usize = 64;
 /// Sequence length of the band check.
 const BAND_LEN: usize = 64;
-/// Total amplitude `Σ_l A_l`, the same whichever band carries it.
-const BAND_BUDGET: f64 = 16.0;
+/// Total amplitude `Σ_l A_l`, the same whichever band carries it: a bound on the amplitude, under which high and
+/// medium frequencies each make a slash peak and low ones do not. (At 16 the medium band reaches κ but its profile
+/// still decreases from `Δ = 0`; the peak at `Δ` appears between 32 and 64.)
+const BAND_BUDGET: f64 = 64.0;
 
-/// Slash score at `Δ` and band shares of a head whose queries are `ψ` and keys `R^Δ ψ`, with `ψ`'s squared norm
-/// spread evenly over the chunks `keep` selects (random phases).
-fn band_limited_slash(keep: impl Fn(f64) -> bool) -> (Vec<f64>, f64, f64) {
+/// The three RoPE bands of `analysis::fourier::FrequencyBands`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Band {
+    Low,
+    Medium,
+    High,
+}
+
+impl Band {
+    fn contains(self, bands: &FrequencyBands, g: f64) -> bool {
+        match self {
+            Band::Low => g < bands.low_max,
+            Band::Medium => g >= bands.low_max && g < bands.high_min,
+            Band::High => g >= bands.high_min,
+        }
+    }
+}
+
+/// The band check's rotation (d = 64, θ = 10⁴) and a unit direction `ψ̂` whose squared norm is spread evenly, at
+/// random phases, over the chunks of `band` under the default band edges. Panics if the band has no chunk.
+fn band_direction(band: Band) -> (Rotation, Vec<f64>) {
     let spec = RopeSpec::new(BAND_DIM, 10_000.0, Pairing::HalfSplit);
-    let rotation = Rotation::rope(spec.clone());
+    let bands = FrequencyBands::default();
     let chunks: Vec<usize> = (0..spec.n_chunks())
-        .filter(|&l| keep(spec.frequency(l)))
+        .filter(|&l| band.contains(&bands, spec.frequency(l)))
         .collect();
+    assert!(!chunks.is_empty(), "{band:?} band has no chunk");
     let mut psi = vec![0.0; BAND_DIM];
     let mut rng = rng(SEED);
     for &l in &chunks {
         let (a, b) = spec.chunk_dims(l);
         let phase: f64 = rng.random_range(0.0..std::f64::consts::TAU);
-        let radius = (BAND_BUDGET / chunks.len() as f64).sqrt();
+        let radius = (1.0 / chunks.len() as f64).sqrt();
         (psi[a], psi[b]) = (radius * phase.cos(), radius * phase.sin());
     }
+    (Rotation::rope(spec), psi)
+}
+
+/// The slash profile (rotating actual vectors: queries `ψ`, keys `R^Δ ψ`, `‖ψ‖² = budget`) and the band shares of a
+/// head carried by `band` alone.
+fn band_limited_slash(band: Band, budget: f64) -> (Vec<f64>, BandShares) {
+    let (rotation, direction) = band_direction(band);
+    let psi = scaled(&direction, budget.sqrt());
     let key = rotation.at(&psi, DELTA);
-    let shares = logit_spectrum(&spec, &psi, &key).band_shares(&FrequencyBands::default());
+    let shares =
+        logit_spectrum(rotation.spec(), &psi, &key).band_shares(&FrequencyBands::default());
     let logits = rotation.logit_matrix(&vec![psi; BAND_LEN], &vec![key; BAND_LEN]);
     let profile = slash_profile(&causal_attention(&logits, BAND_LEN), BAND_LEN);
-    (profile, shares.low, shares.medium + shares.high)
+    (profile, shares)
 }
 
-/// With only medium and high frequencies (every chunk with `g_l ≥` the low band's edge) the slash peak at `Δ > 0`
-/// persists: `SlashScore(Δ) ≥ κ` and `Δ` is the profile's maximum.
-#[test]
-fn slash_peak_persists_with_medium_and_high_frequencies() {
-    let bands = FrequencyBands::default();
-    let (profile, _, share) = band_limited_slash(|g| g >= bands.low_max);
-    println!("medium/high: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
-    assert!((share - 1.0).abs() < 1e-12);
-    assert!(is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
-    assert!(profile
+/// Whether `Δ` is the strict maximum of a slash profile.
+fn peak_at_delta(profile: &[f64]) -> bool {
+    profile
         .iter()
         .enumerate()
-        .all(|(d, &s)| d == DELTA || s < profile[DELTA]));
+        .all(|(d, &s)| d == DELTA || s < profile[DELTA])
 }
 
-/// Companion: the same amplitude carried only by low frequencies (medium and high removed) loses the peak:
-/// `SlashScore(Δ) < κ`.
+/// With only high frequencies (`g_l ≥` the high band's edge) and the budget [`BAND_BUDGET`] the slash peak at `Δ > 0`
+/// persists: `SlashScore(Δ) ≥ κ` and `Δ` is the profile's maximum.
+#[test]
+fn slash_peak_persists_with_high_frequencies_alone() {
+    let (profile, shares) = band_limited_slash(Band::High, BAND_BUDGET);
+    println!("high: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
+    assert!((shares.high - 1.0).abs() < 1e-12);
+    assert!(is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
+    assert!(peak_at_delta(&profile));
+}
+
+/// With only medium frequencies (between the two band edges) and the same budget the peak persists too: the medium
+/// band on its own, not only together with the high one, makes a slash. The measurement by rotating vectors agrees
+/// with `theory::slash::rank_one_slash_score`, which the budget sweeps use.
+#[test]
+fn slash_peak_persists_with_medium_frequencies_alone() {
+    let (profile, shares) = band_limited_slash(Band::Medium, BAND_BUDGET);
+    println!("medium: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
+    assert!((shares.medium - 1.0).abs() < 1e-12);
+    assert!(is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
+    assert!(peak_at_delta(&profile));
+    let (rotation, direction) = band_direction(Band::Medium);
+    let formula =
+        rank_one_slash_score(&rotation, &direction, BAND_BUDGET, BAND_LEN, DELTA).unwrap();
+    assert!((formula - profile[DELTA]).abs() < 1e-12);
+}
+
+/// Companion: the same budget carried only by low frequencies (medium and high removed) loses the peak:
+/// `SlashScore(Δ) < κ`. This holds for bounded amplitude only: see the budget sweep.
 #[test]
 fn slash_peak_disappears_with_only_low_frequencies() {
-    let bands = FrequencyBands::default();
-    let (profile, share, _) = band_limited_slash(|g| g < bands.low_max);
+    let (profile, shares) = band_limited_slash(Band::Low, BAND_BUDGET);
     println!("low only: SlashScore({DELTA}) = {:.3}", profile[DELTA]);
-    assert!((share - 1.0).abs() < 1e-12);
+    assert!((shares.low - 1.0).abs() < 1e-12);
     assert!(!is_slash_dominant(profile[DELTA], DEFAULT_SLASH_KAPPA));
+}
+
+/// Largest budget the sweeps search.
+const MAX_SWEEP_BUDGET: f64 = 1e14;
+/// The low band's slash score at [`LOW_BAND_LARGE_BUDGET`] is at least this: without a bound on the amplitude, low
+/// frequencies alone make a sharp slash.
+const LOW_BAND_LARGE_SCORE: f64 = 0.97;
+/// A budget large enough for the low band's sharp slash.
+const LOW_BAND_LARGE_BUDGET: f64 = 1e6;
+/// Relative tolerance of "the minimal budget grows like `1/ḡ²`": `B*·ḡ²` against its `g → 0` limit. The quartic
+/// term of `cos` changes `B*` by about `ḡ² s²/12` relatively, `s ≈ 6` tokens the width of the peak: 3·10⁻³ at
+/// `ḡ = 0.01`.
+const INVERSE_SQUARE_REL_TOL: f64 = 0.01;
+/// The frequency whose `B*(g) g²` stands for the `g → 0` limit.
+const LIMIT_FREQUENCY: f64 = 1e-5;
+
+/// `ḡ² = Σ_l w_l g_l²` of a unit direction (chunk weights `w_l`): near a slash peak the logit is
+/// `B (1 − ḡ² (δ − Δ)²/2 + …)`, so the peak's width, and the budget it needs, are set by `ḡ`.
+fn mean_square_frequency(rotation: &Rotation, direction: &[f64]) -> f64 {
+    rotation
+        .frequencies()
+        .iter()
+        .enumerate()
+        .map(|(l, &g)| {
+            let (a, b) = rotation.spec().chunk_dims(l);
+            (direction[a].powi(2) + direction[b].powi(2)) * g * g
+        })
+        .sum()
+}
+
+/// `B*(g) g²` for a single frequency `g`: the minimal budget for `SlashScore(Δ) ≥ κ` times `g²`.
+fn single_frequency_budget_product(g: f64, delta: usize) -> f64 {
+    let budget = minimal_slash_budget(
+        &Rotation::single_frequency(g),
+        &[1.0, 0.0],
+        BAND_LEN,
+        delta,
+        DEFAULT_SLASH_KAPPA,
+        MAX_SWEEP_BUDGET,
+    )
+    .unwrap();
+    budget * g * g
+}
+
+/// The smallest budget `B*` that reaches `SlashScore(Δ) ≥ κ`, per band: high < medium ≤ [`BAND_BUDGET`] < low, so the
+/// two band checks above are about bounded amplitude. The low band does reach κ, at `B*·ḡ²` equal to the
+/// single-frequency limit within [`INVERSE_SQUARE_REL_TOL`], and a sharp slash (score ≥ 0.97) at budget 10⁶.
+#[test]
+fn slash_minimal_budget_per_band() {
+    let budget = |band: Band| {
+        let (rotation, direction) = band_direction(band);
+        let b = minimal_slash_budget(
+            &rotation,
+            &direction,
+            BAND_LEN,
+            DELTA,
+            DEFAULT_SLASH_KAPPA,
+            MAX_SWEEP_BUDGET,
+        )
+        .unwrap();
+        (b, mean_square_frequency(&rotation, &direction))
+    };
+    let (high, medium, (low, low_g2)) = (
+        budget(Band::High).0,
+        budget(Band::Medium).0,
+        budget(Band::Low),
+    );
+    let limit = single_frequency_budget_product(LIMIT_FREQUENCY, DELTA);
+    println!(
+        "B*: high {high:.3}, medium {medium:.3}, low {low:.3} (B*·ḡ² = {:.5}, limit {limit:.5})",
+        low * low_g2
+    );
+    assert!(high < medium && medium <= BAND_BUDGET && BAND_BUDGET < low);
+    assert!((low * low_g2 / limit - 1.0).abs() <= INVERSE_SQUARE_REL_TOL);
+    let (rotation, direction) = band_direction(Band::Low);
+    let sharp = rank_one_slash_score(
+        &rotation,
+        &direction,
+        LOW_BAND_LARGE_BUDGET,
+        BAND_LEN,
+        DELTA,
+    )
+    .unwrap();
+    println!("low band at budget {LOW_BAND_LARGE_BUDGET:e}: SlashScore({DELTA}) = {sharp:.4}");
+    assert!(sharp >= LOW_BAND_LARGE_SCORE);
+}
+
+proptest! {
+    #![proptest_config(config(32))]
+
+    /// Frequency sweep at low frequency: a single chunk of frequency `g ∈ [10⁻⁴, 10⁻²]` needs the budget
+    /// `B*(g) = C/g²` to reach `SlashScore(Δ) ≥ κ`, with `C` the `g → 0` limit of `B* g²` (for the same `Δ`), within
+    /// [`INVERSE_SQUARE_REL_TOL`].
+    #[test]
+    fn slash_minimal_budget_grows_like_inverse_square_frequency(log_g in -4.0f64..=-2.0, delta in 1usize..6) {
+        let product = single_frequency_budget_product(10f64.powf(log_g), delta);
+        let limit = single_frequency_budget_product(LIMIT_FREQUENCY, delta);
+        prop_assert!((product / limit - 1.0).abs() <= INVERSE_SQUARE_REL_TOL, "{product} vs {limit}");
+    }
 }
 
 // ---------------------------------------------------------------- cone ⇒ near rank one
