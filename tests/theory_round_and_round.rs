@@ -551,26 +551,62 @@ fn thm_5_3_fails_for_rational_multiple_of_two_pi() {
 /// Precision the semantic head reaches before the swap (it attends to its target with weight above `1 − ε`).
 const THM_6_1_EPS: f64 = 1e-3;
 
-/// A single-frequency head that, on the original order, attends to `target` from the last position `i`: the
-/// target's key is aligned with the rotated query, every other key is anti-aligned, plus Gaussian noise.
-fn semantic_head(g: f64, i: usize, target: usize, seed: u64) -> ([f64; 2], Vec<[f64; 2]>) {
+/// How a semantic head's keys are set: the target's key is the rotated query turned by `target_angle` and scaled by
+/// `target_gain`; every other key is the rotated query scaled by minus a gain drawn from `other_gains`, plus
+/// Gaussian noise of scale 0.3.
+struct KeyGains {
+    target_gain: f64,
+    target_angle: f64,
+    other_gains: std::ops::Range<f64>,
+}
+
+/// A head whose target logit is positive: target key aligned with the rotated query with gain 20, every other key
+/// anti-aligned with gain in `[1, 5)`.
+const POSITIVE_TARGET: KeyGains = KeyGains {
+    target_gain: 20.0,
+    target_angle: 0.0,
+    other_gains: 1.0..5.0,
+};
+/// A head whose target logit is not positive (the proof's case `a_{i,n} ≤ 0`): target key of gain 0.05 at `3π/4`
+/// from the rotated query (logit `−0.035`, not the smallest it can take, so moving the target would be a different
+/// construction), every other key anti-aligned with gain in `[20, 40)`.
+const NON_POSITIVE_TARGET: KeyGains = KeyGains {
+    target_gain: 0.05,
+    target_angle: 3.0 * PI / 4.0,
+    other_gains: 20.0..40.0,
+};
+
+/// A single-frequency head that, on the original order, attends to `target` from the last position `i`, with keys
+/// set by `gains` relative to the query rotated to each key's position.
+fn semantic_head(
+    g: f64,
+    i: usize,
+    target: usize,
+    seed: u64,
+    gains: &KeyGains,
+) -> ([f64; 2], Vec<[f64; 2]>) {
     let mut rng = rng(seed);
     let q = unit(&gaussian(&mut rng, 2));
     let rotation = Rotation::single_frequency(g);
     let keys = (0..=i)
         .map(|j| {
-            let gain = if j == target {
-                20.0
-            } else {
-                -rng.random_range(1.0..5.0)
-            };
             // R^{i−j} q at position j rotates to R^i q, aligned with the rotated query.
             let aligned = rotation.at(&q, i - j);
-            let noise = gaussian(&mut rng, 2);
-            [
-                gain * aligned[0] + 0.3 * noise[0],
-                gain * aligned[1] + 0.3 * noise[1],
-            ]
+            let n = gaussian(&mut rng, 2);
+            if j == target {
+                let (c, s) = (gains.target_angle.cos(), gains.target_angle.sin());
+                let turned = [
+                    c * aligned[0] - s * aligned[1],
+                    s * aligned[0] + c * aligned[1],
+                ];
+                [gains.target_gain * turned[0], gains.target_gain * turned[1]]
+            } else {
+                let gain = -rng.random_range(gains.other_gains.clone());
+                [
+                    gain * aligned[0] + 0.3 * n[0],
+                    gain * aligned[1] + 0.3 * n[1],
+                ]
+            }
         })
         .collect();
     ([q[0], q[1]], keys)
@@ -600,7 +636,7 @@ proptest! {
     ) {
         let i = 24.max((4.0 * PI / g).ceil() as usize) + extra;
         let target = 1 + target_pick.index(i - 1);
-        let (q, keys) = semantic_head(g, i, target, seed);
+        let (q, keys) = semantic_head(g, i, target, seed, &POSITIVE_TARGET);
         let identity: Vec<usize> = (0..=i).collect();
         prop_assert!(last_row_attention(g, q, &keys, &identity)[target] > 1.0 - THM_6_1_EPS);
         let broken = break_channel(g, q, &keys, target).unwrap();
@@ -614,12 +650,42 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// Thm 6.1, the proof's case `a_{i,n} ≤ 0`: the head attends to its target (weight > 1 − ε) with a non-positive
+    /// target logit because every other logit is far more negative. One swap, leaving the target in place, moves
+    /// another token to where its logit is positive, and the target then gets at most 1/2.
+    #[test]
+    fn thm_6_1_single_swap_breaks_head_with_non_positive_target_logit(
+        g in 0.2f64..3.0,
+        extra in 0usize..16,
+        target_pick in any::<prop::sample::Index>(),
+        seed in any::<u64>(),
+    ) {
+        let i = 24.max((4.0 * PI / g).ceil() as usize) + extra;
+        let target = 1 + target_pick.index(i - 1);
+        let (q, keys) = semantic_head(g, i, target, seed, &NON_POSITIVE_TARGET);
+        let rotation = Rotation::single_frequency(g);
+        prop_assert!(rotation.logit(&q, i, &keys[target], target) <= 0.0);
+        let identity: Vec<usize> = (0..=i).collect();
+        prop_assert!(last_row_attention(g, q, &keys, &identity)[target] > 1.0 - THM_6_1_EPS);
+        let broken = break_channel(g, q, &keys, target).unwrap();
+        prop_assert_eq!(broken.target_position, target);
+        let moved = broken.permutation.iter().enumerate().filter(|&(p, &t)| p != t).count();
+        prop_assert_eq!(moved, 2);
+        prop_assert!(broken.permutation[0] == 0 && broken.permutation[i] == i);
+        let after = last_row_attention(g, q, &keys, &broken.permutation);
+        prop_assert!(after[target] <= 0.5);
+    }
+}
+
 /// Companion: on a short sequence with a low frequency (`g = 0.01`, 8 tokens) no swap exists: the construction
 /// finds none, and every one of the 720 rearrangements of the movable tokens keeps the weight above `1 − ε`.
 #[test]
 fn thm_6_1_short_sequence_low_frequency_head_survives_every_rearrangement() {
     let (g, i, target) = (0.01, 7, 3);
-    let (q, keys) = semantic_head(g, i, target, SEED);
+    let (q, keys) = semantic_head(g, i, target, SEED, &POSITIVE_TARGET);
     assert_eq!(break_channel(g, q, &keys, target), None);
     let movable: Vec<usize> = (1..i).collect();
     for perm in ropescope::theory::exclusion::all_permutations(movable.len()) {
