@@ -697,3 +697,34 @@ fn thm_6_1_short_sequence_low_frequency_head_survives_every_rearrangement() {
         assert!(last_row_attention(g, q, &keys, &permutation)[position] > 1.0 - THM_6_1_EPS);
     }
 }
+
+// ---------------------------------------------------------------- numbers stated in the text
+
+/// Relative tolerance on a number the text rounds to two or three significant figures.
+const TEXT_ROUNDING_REL_TOL: f64 = 0.01;
+
+/// Whether `value` rounds to the text's `stated` within [`TEXT_ROUNDING_REL_TOL`].
+fn agrees_with_text(value: f64, stated: f64) -> bool {
+    ((value - stated) / stated).abs() <= TEXT_ROUNDING_REL_TOL
+}
+
+/// The numbers the text states as facts, recomputed. §6: a 128k context completes ≈ 2.04 turns of the wavelength
+/// 10,000 (128,000 / (2π · 10⁴) = 2.037). App. E.1: the Gemma channel's `q·k ≈ −85.5` (non-bos) and `+24.9` (bos)
+/// from the printed vectors. App. C: "the start of the high norm bands occurs at approximately
+/// `500,000^{−40/64} ≈ 0.0001`": the power is in fact 2.74·10⁻⁴, 2.7 times the stated value, so the check asserts
+/// the recomputed value and that the text's does not agree with it.
+#[test]
+fn text_numbers_recomputed() {
+    let turns = 128_000.0 / (TAU * 10_000.0);
+    assert!(agrees_with_text(turns, 2.04), "{turns}");
+    let (q, k, k_bos) = ([-4.1, 11.3], [11.2, -3.5], [-2.5, 1.3]);
+    let (non_bos, bos) = (q[0] * k[0] + q[1] * k[1], q[0] * k_bos[0] + q[1] * k_bos[1]);
+    assert!(
+        agrees_with_text(non_bos, -85.5) && agrees_with_text(bos, 24.9),
+        "{non_bos} {bos}"
+    );
+    let band_start = 500_000f64.powf(-40.0 / 64.0);
+    println!("500000^(-40/64) = {band_start:.4e}");
+    assert!(agrees_with_text(band_start, 2.74e-4));
+    assert!(!agrees_with_text(band_start, 1e-4));
+}
