@@ -264,7 +264,8 @@ proptest! {
 
     /// Block-swap scores: a purely positional head has `s_pos = 1`, a purely symbolic one `s_sym = 1`; for one swap,
     /// `s_pos + s_sym ≤ 2 cos(θ/2)` with `θ` the angle between `(d_a, d_b)` and `(d_b, d_a)`, so both equal 1 only
-    /// when the two blocks have equal attention, and then `v' = v` gives exactly 1 and 1.
+    /// when the two blocks have equal attention, and then `v' = v` gives exactly 1 and 1. The bound `2 cos(θ/2)` is
+    /// attained by `v'` along the bisector `(1, 1)` of `(d_a, d_b)` and `(d_b, d_a)`.
     #[test]
     fn block_swap_scores_algebra(seed in any::<u64>(), v in prop::array::uniform4(0.01f64..1.0)) {
         let positional = Head::random(Kind::Positional, SWAP_CONTEXT, seed);
@@ -278,6 +279,8 @@ proptest! {
         let s = pair_scores(&before, &after, 0, 1).unwrap();
         let theta = ((2.0 * v[0] * v[1]) / (v[0] * v[0] + v[1] * v[1])).clamp(-1.0, 1.0).acos();
         prop_assert!(s.s_pos + s.s_sym <= 2.0 * (theta / 2.0).cos() + SWAP_TOL);
+        let bisector = pair_scores(&before, &[1.0, 1.0], 0, 1).unwrap();
+        prop_assert!((bisector.s_pos + bisector.s_sym - 2.0 * (theta / 2.0).cos()).abs() <= SWAP_TOL);
         let equal = pair_scores(&[v[0], v[0]], &[v[2], v[2]], 0, 1).unwrap();
         prop_assert!((equal.s_pos - 1.0).abs() < SWAP_TOL && (equal.s_sym - 1.0).abs() < SWAP_TOL);
     }

@@ -524,6 +524,33 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// The closed-form sufficient norm `ln(K(1 − ε)/ε)/(1 − max c)` is attained when the target has a single
+    /// competitor (`K = 1`: the diagonal pattern on two tokens): it then equals the exact threshold, so it cannot be
+    /// lowered in general.
+    #[test]
+    fn thm_5_3_sufficient_norm_is_attained_with_one_competitor(
+        half_dim in 1usize..5,
+        log_base in 1.0f64..4.0,
+        log_eps in -3.0f64..-0.7,
+        seed in any::<u64>(),
+    ) {
+        let rotation = Rotation::rope(RopeSpec::new(2 * half_dim, 10f64.powf(log_base), Pairing::HalfSplit));
+        let direction = unit(&gaussian(&mut rng(seed), 2 * half_dim));
+        let eps = 10f64.powf(log_eps);
+        let needed = required_norm_squared(&rotation, &direction, PositionalPattern::Diagonal, 2, eps).unwrap();
+        let cosines = [relative_logit(&rotation, &direction, -1)];
+        let sufficient = sufficient_scale(&cosines, eps).unwrap();
+        prop_assert!((needed - sufficient).abs() <= SUFFICIENT_ATTAINED_REL_TOL * sufficient, "{needed} vs {sufficient}");
+    }
+}
+
+/// Relative tolerance of "the sufficient norm equals the exact threshold": the bisection stops at adjacent floats,
+/// but the threshold's own conditioning, `1/(1 − c)` with `c` up to 1 − 10⁻⁴ here, costs up to four more digits.
+const SUFFICIENT_ATTAINED_REL_TOL: f64 = 1e-9;
+
 /// Companion: with a frequency that is a rational multiple of 2π (`g = 2π/4`) the key four positions back ties
 /// with the target, no threshold exists, and no norm lifts the diagonal weight above 1/2.
 #[test]
