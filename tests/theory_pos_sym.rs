@@ -11,8 +11,8 @@ use ropescope::analysis::posym::{block_swap_scores, pair_scores, DEFAULT_SWAP_TE
 use ropescope::analysis::softmax::softmax;
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::canonical_tasks::{
-    index_answer_profile, index_answer_weight, index_competitor_cosines, is_u_shaped,
-    retrieval_required_amplitude,
+    index_answer_profile, index_answer_weight, index_competitor_cosines, index_query, is_u_shaped,
+    retrieval_required_amplitude, INDEX_KEY,
 };
 use ropescope::theory::exclusion::{all_permutations, conjugated_cycles, factorial, LogitTable};
 use ropescope::theory::head::Rotation;
@@ -204,22 +204,39 @@ fn thm_1_larger_normaliser_fails() {
 proptest! {
     #![proptest_config(config(64))]
 
-    /// Theorem 1's corollary: a head both positional and symbolic attends uniformly. Its contrapositive on random
-    /// tables: whenever the logits `λ` are not all equal, at least one predicate fails; and the heads that satisfy
-    /// both (here those with a zero query) give exactly uniform attention.
+    /// Theorem 1's corollary: a head both positional and symbolic attends uniformly. Checked on heads and tables
+    /// built to meet the hypothesis, in every case: (1) a real head whose query and single key live on the
+    /// unrotated coordinates (logit `qᵀk ≠ 0` for every content at every position) passes both predicates and
+    /// attends exactly uniformly; (2) tables `c + noise`, noise within `PREDICATE_TOL/2`, pass both predicates, and
+    /// their logits are equal within `PREDICATE_TOL`, their attention uniform within `2·PREDICATE_TOL/m`. The
+    /// contrapositive on tables that meet its hypothesis: the same tables with one `λ_j` raised by
+    /// `3·PREDICATE_TOL` (logits not all equal) fail at least one predicate.
     #[test]
-    fn thm_1_corollary_positional_and_symbolic_means_uniform(m in 2usize..7, pick in any::<u8>(), seed in any::<u64>()) {
-        let table = random_table(pick, m, seed);
-        let lambda = table.logits();
-        if lambda.iter().any(|&l| (l - lambda[0]).abs() > 2.0 * PREDICATE_TOL) {
-            prop_assert!(!(table.is_positional(PREDICATE_TOL) && table.is_symbolic(PREDICATE_TOL)));
+    fn thm_1_corollary_positional_and_symbolic_means_uniform(m in 2usize..7, level in -5.0f64..5.0, bumped in any::<prop::sample::Index>(), seed in any::<u64>()) {
+        let mut head = Head::random(Kind::Positional, m, seed);
+        head.rotation = Rotation::rope(RopeSpec::partial(DIM, 2, 10.0, Pairing::HalfSplit));
+        for v in std::iter::once(&mut head.query).chain(head.keys.iter_mut()) {
+            (v[0], v[1]) = (0.0, 0.0);
         }
-        let mut head = Head::random(kind(pick), m, seed);
-        head.query = vec![0.0; DIM];
         let table = head.table();
+        prop_assert!(table.get(0, 0) != 0.0);
         prop_assert!(table.is_positional(PREDICATE_TOL) && table.is_symbolic(PREDICATE_TOL));
         let identity: Vec<usize> = (0..m).collect();
         prop_assert!(head.attend(&identity).iter().all(|&a| (a - 1.0 / m as f64).abs() < 1e-15));
+
+        let mut r = rng(seed);
+        let noise: Vec<f64> = (0..m * m).map(|_| rand::Rng::random_range(&mut r, -0.5..0.5) * PREDICATE_TOL).collect();
+        let near = LogitTable::from_fn(m, |c, p| level + noise[c * m + p]);
+        prop_assert!(near.is_positional(PREDICATE_TOL) && near.is_symbolic(PREDICATE_TOL));
+        let lambda = near.logits();
+        prop_assert!(lambda.iter().all(|&l| (l - lambda[0]).abs() <= PREDICATE_TOL));
+        prop_assert!(softmax(&lambda).iter().all(|&a| (a - 1.0 / m as f64).abs() <= 2.0 * PREDICATE_TOL / m as f64));
+
+        let j = bumped.index(m);
+        let raised = LogitTable::from_fn(m, |c, p| near.get(c, p) + if c == j && p == j { 3.0 * PREDICATE_TOL } else { 0.0 });
+        let lambda = raised.logits();
+        prop_assert!(lambda.iter().any(|&l| (l - lambda[0]).abs() > 2.0 * PREDICATE_TOL));
+        prop_assert!(!(raised.is_positional(PREDICATE_TOL) && raised.is_symbolic(PREDICATE_TOL)));
     }
 }
 
@@ -247,7 +264,8 @@ proptest! {
 
     /// Block-swap scores: a purely positional head has `s_pos = 1`, a purely symbolic one `s_sym = 1`; for one swap,
     /// `s_pos + s_sym ≤ 2 cos(θ/2)` with `θ` the angle between `(d_a, d_b)` and `(d_b, d_a)`, so both equal 1 only
-    /// when the two blocks have equal attention, and then `v' = v` gives exactly 1 and 1.
+    /// when the two blocks have equal attention, and then `v' = v` gives exactly 1 and 1. The bound `2 cos(θ/2)` is
+    /// attained by `v'` along the bisector `(1, 1)` of `(d_a, d_b)` and `(d_b, d_a)`.
     #[test]
     fn block_swap_scores_algebra(seed in any::<u64>(), v in prop::array::uniform4(0.01f64..1.0)) {
         let positional = Head::random(Kind::Positional, SWAP_CONTEXT, seed);
@@ -261,6 +279,8 @@ proptest! {
         let s = pair_scores(&before, &after, 0, 1).unwrap();
         let theta = ((2.0 * v[0] * v[1]) / (v[0] * v[0] + v[1] * v[1])).clamp(-1.0, 1.0).acos();
         prop_assert!(s.s_pos + s.s_sym <= 2.0 * (theta / 2.0).cos() + SWAP_TOL);
+        let bisector = pair_scores(&before, &[1.0, 1.0], 0, 1).unwrap();
+        prop_assert!((bisector.s_pos + bisector.s_sym - 2.0 * (theta / 2.0).cos()).abs() <= SWAP_TOL);
         let equal = pair_scores(&[v[0], v[0]], &[v[2], v[2]], 0, 1).unwrap();
         prop_assert!((equal.s_pos - 1.0).abs() < SWAP_TOL && (equal.s_sym - 1.0).abs() < SWAP_TOL);
     }
@@ -352,6 +372,99 @@ proptest! {
         let symbol = contents[t];
         prop_assert!(retrieval_weights(m, amplitude, symbol, &contents)[t] > 1.0 - eps);
         prop_assert!(retrieval_weights(m, amplitude, symbol, &swapped(&contents, t, other))[other] > 1.0 - eps);
+    }
+}
+
+/// A single head over a context of `m` symbols that adds Theorem 3's positional part (angle `g = 1` on the one
+/// rotating chunk) and Theorem 5's symbolic part (one-hot contents on unrotated coordinates): query
+/// `(index_query(1, P, m, t), S e_s)`, key of content `c` `(INDEX_KEY, e_c)`, so the key at `p` holding `c` gets the
+/// logit `P cos(t − p) + S [c = s]`. With `S = 0` the head is positional, with `P = 0` symbolic, otherwise neither.
+struct TaskHead {
+    rotation: Rotation,
+    query: Vec<f64>,
+    m: usize,
+}
+
+impl TaskHead {
+    /// The head that points at position `t` with amplitude `positional` and at symbol `s` with `symbolic`.
+    fn new(m: usize, positional: f64, symbolic: f64, t: usize, s: usize) -> Self {
+        let dim = 2 + m + m % 2;
+        let rotation = Rotation::rope(RopeSpec::partial(dim, 2, 10_000.0, Pairing::HalfSplit));
+        let mut query = vec![0.0; dim];
+        query[..2].copy_from_slice(&index_query(1.0, positional, m, t));
+        query[2 + s] = symbolic;
+        Self { rotation, query, m }
+    }
+
+    /// Attention over the context when position `p` holds symbol `contents[p]`.
+    fn attend(&self, contents: &[usize]) -> Vec<f64> {
+        let logits: Vec<f64> = contents
+            .iter()
+            .enumerate()
+            .map(|(p, &c)| {
+                let mut key = vec![0.0; self.query.len()];
+                key[..2].copy_from_slice(&INDEX_KEY);
+                key[2 + c] = 1.0;
+                self.rotation.logit(&self.query, self.m, &key, p)
+            })
+            .collect();
+        softmax(&logits)
+    }
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Theorem 2, sharpened with an adversarial head: the best symbolic head for Index instance A (it attends to
+    /// the symbol at the answer `t`, amplitude just above Theorem 5's) solves A at precision `ε` and then gives the
+    /// answer at most `ε` on the swapped instance B (`t ↔ t'`): `α_A(t) + α_B(t) ≤ 1`. Discrimination in the same
+    /// test: adding to it a positional part strong enough to override the symbol
+    /// (`P (1 − max_{j≠t} cos(t − j)) = S + ln((m − 1)(1 − ε)/ε) + 1`) gives a mixed head that solves both instances, so the same
+    /// assertion fails for it in every case.
+    #[test]
+    fn thm_2_best_symbolic_head_for_one_instance_fails_its_swap(m in 2usize..16, t in any::<prop::sample::Index>(), shift in 1usize..16, log_eps in -3.0f64..-0.7) {
+        let (t, eps) = (t.index(m), 10f64.powf(log_eps));
+        let other = (t + shift) % m;
+        prop_assume!(other != t);
+        let contents: Vec<usize> = (0..m).collect();
+        let (a, b) = (contents.clone(), swapped(&contents, t, other));
+        let symbolic = retrieval_required_amplitude(m, eps) * (1.0 + AMPLITUDE_REL_STEP);
+        let head = TaskHead::new(m, 0.0, symbolic, t, contents[t]);
+        let (weight_a, weight_b) = (head.attend(&a)[t], head.attend(&b)[t]);
+        prop_assert!(weight_a > 1.0 - eps && weight_b <= eps);
+        prop_assert!(weight_a + weight_b <= 1.0 + 1e-12);
+
+        let closest = index_competitor_cosines(1.0, m, t).into_iter().fold(f64::NEG_INFINITY, f64::max);
+        let positional = (symbolic + retrieval_required_amplitude(m, eps) + 1.0) / (1.0 - closest);
+        let mixed = TaskHead::new(m, positional, symbolic, t, contents[t]);
+        let (mixed_a, mixed_b) = (mixed.attend(&a)[t], mixed.attend(&b)[t]);
+        prop_assert!(mixed_a > 1.0 - eps && mixed_b > 1.0 - eps);
+        prop_assert!(mixed_a + mixed_b > 1.0 + 1e-12);
+    }
+
+    /// Theorem 4, sharpened with an adversarial head: the best positional head for Retrieval instance A (Theorem 3's
+    /// head pointing at the answer `t`, amplitude just above the computed one) solves A at `ε` and puts at most `ε`
+    /// on the answer of the swapped instance B (its content moved to `t'`): `α_A(t) + α_B(t') ≤ 1`. Discrimination:
+    /// adding a symbolic part strong enough to override the position (`S = 2P + ln((m − 1)(1 − ε)/ε) + 1`) solves both, so the
+    /// same assertion fails for the mixed head in every case.
+    #[test]
+    fn thm_4_best_positional_head_for_one_instance_fails_its_swap(m in 2usize..16, t in any::<prop::sample::Index>(), shift in 1usize..16, log_eps in -3.0f64..-0.7) {
+        let (t, eps) = (t.index(m), 10f64.powf(log_eps));
+        let other = (t + shift) % m;
+        prop_assume!(other != t);
+        let contents: Vec<usize> = (0..m).collect();
+        let (a, b) = (contents.clone(), swapped(&contents, t, other));
+        let positional = sharpness_threshold(&index_competitor_cosines(1.0, m, t), eps).unwrap() * (1.0 + AMPLITUDE_REL_STEP);
+        let head = TaskHead::new(m, positional, 0.0, t, contents[t]);
+        let (weight_a, weight_b) = (head.attend(&a)[t], head.attend(&b)[other]);
+        prop_assert!(weight_a > 1.0 - eps && weight_b <= eps);
+        prop_assert!(weight_a + weight_b <= 1.0 + 1e-12);
+
+        let symbolic = 2.0 * positional + retrieval_required_amplitude(m, eps) + 1.0;
+        let mixed = TaskHead::new(m, positional, symbolic, t, contents[t]);
+        let (mixed_a, mixed_b) = (mixed.attend(&a)[t], mixed.attend(&b)[other]);
+        prop_assert!(mixed_a > 1.0 - eps && mixed_b > 1.0 - eps);
+        prop_assert!(mixed_a + mixed_b > 1.0 + 1e-12);
     }
 }
 

@@ -7,6 +7,7 @@ use std::f64::consts::{PI, TAU};
 
 use proptest::prelude::*;
 use rand::Rng;
+use ropescope::analysis::fourier::logit_spectrum;
 use ropescope::analysis::softmax::{causal_attention, softmax};
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::head::Rotation;
@@ -16,13 +17,20 @@ use ropescope::theory::positional::{
 };
 use ropescope::theory::rotation::{distance_to_multiple_of_two_pi, nearest_return, rounding_bound};
 use ropescope::theory::semantic_channel::break_channel;
-use theory_support::{config, gaussian, rng, scaled, unit, SEED};
+use theory_support::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
 
 fn pairing(adjacent: bool) -> Pairing {
     if adjacent {
         Pairing::Adjacent
     } else {
         Pairing::HalfSplit
+    }
+}
+
+fn other(pairing: Pairing) -> Pairing {
+    match pairing {
+        Pairing::Adjacent => Pairing::HalfSplit,
+        Pairing::HalfSplit => Pairing::Adjacent,
     }
 }
 
@@ -107,6 +115,23 @@ fn lemma_a3_strict_maximum_can_exceed_half() {
     assert!(softmax(&[3.0, 0.0, 0.0])[0] > 0.5);
 }
 
+/// How close to 1/2 the near-tie instances of Lemma A.3 and Prop 5.2 must come: the bound is approached within
+/// the factor `1/(1 − 2·TIGHT_HALF_TOL)`. The instances sit at 2.5·10⁻⁸ (Lemma A.3) and 10⁻¹¹ (Prop 5.2) below 1/2.
+const TIGHT_HALF_TOL: f64 = 1e-6;
+
+/// Lemma A.3's 1/2 cannot be lowered: `a = (0, 10⁻⁷, −40, …)` has `a_0 < a_1` and
+/// `α_0 = 1/(1 + e^{10⁻⁷} + (n − 2) e^{−40})`, within `TIGHT_HALF_TOL` of 1/2 and not above it.
+#[test]
+fn lemma_a3_bound_is_approached_by_a_near_tie() {
+    for n in [2, 5, 19] {
+        let mut a = vec![-40.0; n];
+        (a[0], a[1]) = (0.0, 1e-7);
+        let alpha = softmax(&a)[0];
+        println!("n={n}: α_0 = 1/2 − {:.2e}", 0.5 - alpha);
+        assert!((0.5 - TIGHT_HALF_TOL..=0.5).contains(&alpha));
+    }
+}
+
 // ---------------------------------------------------------------- Prop 3.1
 
 /// Width of the window of distances `0..PROP_3_1_WINDOW` over which the chosen distance must win.
@@ -158,6 +183,114 @@ fn prop_3_1_fails_for_zero_query() {
     let k = key_peaking_at_distance(&rotation, &q, 3);
     let logits = logits_over_distances(&rotation, &q, &k, PROP_3_1_WINDOW);
     assert!((0..PROP_3_1_WINDOW).all(|r| !unique_maximum_at(&logits, r)));
+}
+
+// ---------------------------------------------------------------- §4: Cauchy–Schwarz per chunk
+
+/// Rounding slack of the per-chunk bound, relative to `‖q‖‖k‖`: angles up to 4096 rad carry absolute errors near
+/// 10⁻¹² in their sines and cosines.
+const CHUNK_CS_REL_TOL: f64 = 1e-10;
+
+/// Chunk `l`'s contribution `q^(l)ᵀ ρ(g_l)^{j−i} k^(l)` to the logit, through the engine's rotation of the whole
+/// vectors: the dot product of `R^i q` and `R^j k` restricted to the chunk's two coordinates under `spec`.
+fn chunk_contribution(
+    rotation: &Rotation,
+    spec: &RopeSpec,
+    q: &[f64],
+    i: usize,
+    k: &[f64],
+    j: usize,
+    l: usize,
+) -> f64 {
+    let (a, b) = spec.chunk_dims(l);
+    let (q, k) = (rotation.at(q, i), rotation.at(k, j));
+    q[a] * k[a] + q[b] * k[b]
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// §4: by Cauchy–Schwarz each chunk's contribution obeys `|q^(l)ᵀ ρ(g_l)^{j−i} k^(l)| ≤ ‖q^(l)‖ ‖k^(l)‖`
+    /// (`A_l` of `analysis::fourier::logit_spectrum`), so `|a_ij| ≤ Σ_l A_l ≤ ‖q‖ ‖k‖`, at every pair of positions
+    /// and for both pairings.
+    #[test]
+    fn cauchy_schwarz_per_chunk_bounds_every_contribution(
+        half_dim in 1usize..17,
+        log_base in 1.0f64..6.0,
+        adjacent in any::<bool>(),
+        i in 0usize..4096,
+        j in 0usize..4096,
+        seed in any::<u64>(),
+    ) {
+        let spec = RopeSpec::new(2 * half_dim, 10f64.powf(log_base), pairing(adjacent));
+        let rotation = Rotation::rope(spec.clone());
+        let mut rng = rng(seed);
+        let (q, k) = (gaussian(&mut rng, 2 * half_dim), gaussian(&mut rng, 2 * half_dim));
+        let norms = (norm_sq(&q) * norm_sq(&k)).sqrt();
+        let tol = CHUNK_CS_REL_TOL * norms;
+        let spectrum = logit_spectrum(&spec, &q, &k);
+        for (l, term) in spectrum.terms.iter().enumerate() {
+            prop_assert!(chunk_contribution(&rotation, &spec, &q, i, &k, j, l).abs() <= term.amplitude + tol);
+        }
+        let total: f64 = spectrum.terms.iter().map(|t| t.amplitude).sum();
+        prop_assert!(rotation.logit(&q, i, &k, j).abs() <= total + tol);
+        prop_assert!(total <= norms + tol);
+    }
+}
+
+/// The per-chunk bound is attained: a key whose chunks are positive multiples `c_l ρ(g_l)^r q^(l)` of the rotated
+/// query chunks (Prop 3.1's key when all `c_l` are equal) meets every chunk's bound at distance `r`, and with equal
+/// `c_l` the logit equals `‖q‖ ‖k‖`: neither bound can be lowered.
+#[test]
+fn cauchy_schwarz_per_chunk_bound_is_attained_by_aligned_key() {
+    let mut rng = rng(SEED);
+    for (half_dim, base, pairing, r) in [
+        (8, 10_000.0, Pairing::HalfSplit, 5),
+        (32, 500_000.0, Pairing::Adjacent, 1000),
+    ] {
+        let spec = RopeSpec::new(2 * half_dim, base, pairing);
+        let rotation = Rotation::rope(spec.clone());
+        let q = gaussian(&mut rng, 2 * half_dim);
+        let aligned = key_peaking_at_distance(&rotation, &q, r);
+        let mut k = aligned.clone();
+        for l in 0..half_dim {
+            let (a, b) = spec.chunk_dims(l);
+            let c: f64 = rng.random_range(0.1..3.0);
+            (k[a], k[b]) = (c * k[a], c * k[b]);
+        }
+        let i = r + 7;
+        let spectrum = logit_spectrum(&spec, &q, &k);
+        let tol = CHUNK_CS_REL_TOL * (norm_sq(&q) * norm_sq(&k)).sqrt();
+        for (l, term) in spectrum.terms.iter().enumerate() {
+            let contribution = chunk_contribution(&rotation, &spec, &q, i, &k, i - r, l);
+            assert!((contribution - term.amplitude).abs() <= tol, "chunk {l}");
+        }
+        let equal = rotation.logit(&q, i, &aligned, i - r);
+        let norms = (norm_sq(&q) * norm_sq(&aligned)).sqrt();
+        assert!((equal - norms).abs() <= CHUNK_CS_REL_TOL * norms);
+    }
+}
+
+/// Companion: the bound needs the chunks to be the coordinate pairs the rotation turns together. Read with the
+/// other pairing, a "chunk"'s two coordinates belong to two different rotations, and its contribution exceeds the
+/// product of its norms at some distance.
+#[test]
+fn cauchy_schwarz_per_chunk_fails_with_wrong_pairing() {
+    let mut rng = rng(SEED);
+    for pairing in [Pairing::Adjacent, Pairing::HalfSplit] {
+        let rotation = Rotation::rope(RopeSpec::new(16, 10_000.0, pairing));
+        let wrong = RopeSpec::new(16, 10_000.0, other(pairing));
+        let (q, k) = (gaussian(&mut rng, 16), gaussian(&mut rng, 16));
+        let spectrum = logit_spectrum(&wrong, &q, &k);
+        let excess = (0..64)
+            .flat_map(|i| (0..wrong.n_chunks()).map(move |l| (i, l)))
+            .map(|(i, l)| {
+                chunk_contribution(&rotation, &wrong, &q, i, &k, 0, l).abs()
+                    - spectrum.terms[l].amplitude
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert!(excess > 0.1, "{pairing:?}: {excess}");
+    }
 }
 
 // ---------------------------------------------------------------- Prop 3.2
@@ -315,6 +448,26 @@ fn prop_5_2_rope_breaks_the_repeated_token_tie() {
     assert!(s[2 * 3 + 2] > 0.5);
 }
 
+/// Prop 5.2's 1/2 cannot be lowered: a NoPE head whose `x` query meets the `x` key with logit `L = 12` and the bos
+/// key with `−L` gives `α_33 = α_32 = 1/(e^{−2L} + 2)`, within `TIGHT_HALF_TOL` of 1/2 and not above it.
+#[test]
+fn prop_5_2_bound_is_approached_when_bos_is_far_below() {
+    let root = 12f64.sqrt();
+    let (q_x, k_x, k_bos) = (
+        vec![root, 0.0, 0.0, 0.0],
+        vec![root, 0.0, 0.0, 0.0],
+        vec![-root, 0.0, 0.0, 0.0],
+    );
+    let queries = vec![vec![0.0; 4], q_x.clone(), q_x];
+    let keys = vec![k_bos, k_x.clone(), k_x];
+    let s = bos_x_x_attention(&Rotation::nope(4), &queries, &keys);
+    let (diagonal, previous) = (s[2 * 3 + 2], s[2 * 3 + 1]);
+    println!("α_33 = 1/2 − {:.2e}", 0.5 - diagonal);
+    for alpha in [diagonal, previous] {
+        assert!((0.5 - TIGHT_HALF_TOL..=0.5).contains(&alpha));
+    }
+}
+
 // ---------------------------------------------------------------- Thm 5.3
 
 /// Relative step around the computed threshold `‖ψ‖²*`: `(1 + η)‖ψ‖²*` must reach `1 − ε` in every row and
@@ -371,6 +524,33 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// The closed-form sufficient norm `ln(K(1 − ε)/ε)/(1 − max c)` is attained when the target has a single
+    /// competitor (`K = 1`: the diagonal pattern on two tokens): it then equals the exact threshold, so it cannot be
+    /// lowered in general.
+    #[test]
+    fn thm_5_3_sufficient_norm_is_attained_with_one_competitor(
+        half_dim in 1usize..5,
+        log_base in 1.0f64..4.0,
+        log_eps in -3.0f64..-0.7,
+        seed in any::<u64>(),
+    ) {
+        let rotation = Rotation::rope(RopeSpec::new(2 * half_dim, 10f64.powf(log_base), Pairing::HalfSplit));
+        let direction = unit(&gaussian(&mut rng(seed), 2 * half_dim));
+        let eps = 10f64.powf(log_eps);
+        let needed = required_norm_squared(&rotation, &direction, PositionalPattern::Diagonal, 2, eps).unwrap();
+        let cosines = [relative_logit(&rotation, &direction, -1)];
+        let sufficient = sufficient_scale(&cosines, eps).unwrap();
+        prop_assert!((needed - sufficient).abs() <= SUFFICIENT_ATTAINED_REL_TOL * sufficient, "{needed} vs {sufficient}");
+    }
+}
+
+/// Relative tolerance of "the sufficient norm equals the exact threshold": the bisection stops at adjacent floats,
+/// but the threshold's own conditioning, `1/(1 − c)` with `c` up to 1 − 10⁻⁴ here, costs up to four more digits.
+const SUFFICIENT_ATTAINED_REL_TOL: f64 = 1e-9;
+
 /// Companion: with a frequency that is a rational multiple of 2π (`g = 2π/4`) the key four positions back ties
 /// with the target, no threshold exists, and no norm lifts the diagonal weight above 1/2.
 #[test]
@@ -398,26 +578,62 @@ fn thm_5_3_fails_for_rational_multiple_of_two_pi() {
 /// Precision the semantic head reaches before the swap (it attends to its target with weight above `1 − ε`).
 const THM_6_1_EPS: f64 = 1e-3;
 
-/// A single-frequency head that, on the original order, attends to `target` from the last position `i`: the
-/// target's key is aligned with the rotated query, every other key is anti-aligned, plus Gaussian noise.
-fn semantic_head(g: f64, i: usize, target: usize, seed: u64) -> ([f64; 2], Vec<[f64; 2]>) {
+/// How a semantic head's keys are set: the target's key is the rotated query turned by `target_angle` and scaled by
+/// `target_gain`; every other key is the rotated query scaled by minus a gain drawn from `other_gains`, plus
+/// Gaussian noise of scale 0.3.
+struct KeyGains {
+    target_gain: f64,
+    target_angle: f64,
+    other_gains: std::ops::Range<f64>,
+}
+
+/// A head whose target logit is positive: target key aligned with the rotated query with gain 20, every other key
+/// anti-aligned with gain in `[1, 5)`.
+const POSITIVE_TARGET: KeyGains = KeyGains {
+    target_gain: 20.0,
+    target_angle: 0.0,
+    other_gains: 1.0..5.0,
+};
+/// A head whose target logit is not positive (the proof's case `a_{i,n} ≤ 0`): target key of gain 0.05 at `3π/4`
+/// from the rotated query (logit `−0.035`, not the smallest it can take, so moving the target would be a different
+/// construction), every other key anti-aligned with gain in `[20, 40)`.
+const NON_POSITIVE_TARGET: KeyGains = KeyGains {
+    target_gain: 0.05,
+    target_angle: 3.0 * PI / 4.0,
+    other_gains: 20.0..40.0,
+};
+
+/// A single-frequency head that, on the original order, attends to `target` from the last position `i`, with keys
+/// set by `gains` relative to the query rotated to each key's position.
+fn semantic_head(
+    g: f64,
+    i: usize,
+    target: usize,
+    seed: u64,
+    gains: &KeyGains,
+) -> ([f64; 2], Vec<[f64; 2]>) {
     let mut rng = rng(seed);
     let q = unit(&gaussian(&mut rng, 2));
     let rotation = Rotation::single_frequency(g);
     let keys = (0..=i)
         .map(|j| {
-            let gain = if j == target {
-                20.0
-            } else {
-                -rng.random_range(1.0..5.0)
-            };
             // R^{i−j} q at position j rotates to R^i q, aligned with the rotated query.
             let aligned = rotation.at(&q, i - j);
-            let noise = gaussian(&mut rng, 2);
-            [
-                gain * aligned[0] + 0.3 * noise[0],
-                gain * aligned[1] + 0.3 * noise[1],
-            ]
+            let n = gaussian(&mut rng, 2);
+            if j == target {
+                let (c, s) = (gains.target_angle.cos(), gains.target_angle.sin());
+                let turned = [
+                    c * aligned[0] - s * aligned[1],
+                    s * aligned[0] + c * aligned[1],
+                ];
+                [gains.target_gain * turned[0], gains.target_gain * turned[1]]
+            } else {
+                let gain = -rng.random_range(gains.other_gains.clone());
+                [
+                    gain * aligned[0] + 0.3 * n[0],
+                    gain * aligned[1] + 0.3 * n[1],
+                ]
+            }
         })
         .collect();
     ([q[0], q[1]], keys)
@@ -447,7 +663,7 @@ proptest! {
     ) {
         let i = 24.max((4.0 * PI / g).ceil() as usize) + extra;
         let target = 1 + target_pick.index(i - 1);
-        let (q, keys) = semantic_head(g, i, target, seed);
+        let (q, keys) = semantic_head(g, i, target, seed, &POSITIVE_TARGET);
         let identity: Vec<usize> = (0..=i).collect();
         prop_assert!(last_row_attention(g, q, &keys, &identity)[target] > 1.0 - THM_6_1_EPS);
         let broken = break_channel(g, q, &keys, target).unwrap();
@@ -461,12 +677,42 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// Thm 6.1, the proof's case `a_{i,n} ≤ 0`: the head attends to its target (weight > 1 − ε) with a non-positive
+    /// target logit because every other logit is far more negative. One swap, leaving the target in place, moves
+    /// another token to where its logit is positive, and the target then gets at most 1/2.
+    #[test]
+    fn thm_6_1_single_swap_breaks_head_with_non_positive_target_logit(
+        g in 0.2f64..3.0,
+        extra in 0usize..16,
+        target_pick in any::<prop::sample::Index>(),
+        seed in any::<u64>(),
+    ) {
+        let i = 24.max((4.0 * PI / g).ceil() as usize) + extra;
+        let target = 1 + target_pick.index(i - 1);
+        let (q, keys) = semantic_head(g, i, target, seed, &NON_POSITIVE_TARGET);
+        let rotation = Rotation::single_frequency(g);
+        prop_assert!(rotation.logit(&q, i, &keys[target], target) <= 0.0);
+        let identity: Vec<usize> = (0..=i).collect();
+        prop_assert!(last_row_attention(g, q, &keys, &identity)[target] > 1.0 - THM_6_1_EPS);
+        let broken = break_channel(g, q, &keys, target).unwrap();
+        prop_assert_eq!(broken.target_position, target);
+        let moved = broken.permutation.iter().enumerate().filter(|&(p, &t)| p != t).count();
+        prop_assert_eq!(moved, 2);
+        prop_assert!(broken.permutation[0] == 0 && broken.permutation[i] == i);
+        let after = last_row_attention(g, q, &keys, &broken.permutation);
+        prop_assert!(after[target] <= 0.5);
+    }
+}
+
 /// Companion: on a short sequence with a low frequency (`g = 0.01`, 8 tokens) no swap exists: the construction
 /// finds none, and every one of the 720 rearrangements of the movable tokens keeps the weight above `1 − ε`.
 #[test]
 fn thm_6_1_short_sequence_low_frequency_head_survives_every_rearrangement() {
     let (g, i, target) = (0.01, 7, 3);
-    let (q, keys) = semantic_head(g, i, target, SEED);
+    let (q, keys) = semantic_head(g, i, target, SEED, &POSITIVE_TARGET);
     assert_eq!(break_channel(g, q, &keys, target), None);
     let movable: Vec<usize> = (1..i).collect();
     for perm in ropescope::theory::exclusion::all_permutations(movable.len()) {
@@ -477,4 +723,35 @@ fn thm_6_1_short_sequence_low_frequency_head_survives_every_rearrangement() {
         let position = permutation.iter().position(|&t| t == target).unwrap();
         assert!(last_row_attention(g, q, &keys, &permutation)[position] > 1.0 - THM_6_1_EPS);
     }
+}
+
+// ---------------------------------------------------------------- numbers stated in the text
+
+/// Relative tolerance on a number the text rounds to two or three significant figures.
+const TEXT_ROUNDING_REL_TOL: f64 = 0.01;
+
+/// Whether `value` rounds to the text's `stated` within [`TEXT_ROUNDING_REL_TOL`].
+fn agrees_with_text(value: f64, stated: f64) -> bool {
+    ((value - stated) / stated).abs() <= TEXT_ROUNDING_REL_TOL
+}
+
+/// The numbers the text states as facts, recomputed. §6: a 128k context completes ≈ 2.04 turns of the wavelength
+/// 10,000 (128,000 / (2π · 10⁴) = 2.037). App. E.1: the Gemma channel's `q·k ≈ −85.5` (non-bos) and `+24.9` (bos)
+/// from the printed vectors. App. C: "the start of the high norm bands occurs at approximately
+/// `500,000^{−40/64} ≈ 0.0001`": the power is in fact 2.74·10⁻⁴, 2.7 times the stated value, so the check asserts
+/// the recomputed value and that the text's does not agree with it.
+#[test]
+fn text_numbers_recomputed() {
+    let turns = 128_000.0 / (TAU * 10_000.0);
+    assert!(agrees_with_text(turns, 2.04), "{turns}");
+    let (q, k, k_bos) = ([-4.1, 11.3], [11.2, -3.5], [-2.5, 1.3]);
+    let (non_bos, bos) = (q[0] * k[0] + q[1] * k[1], q[0] * k_bos[0] + q[1] * k_bos[1]);
+    assert!(
+        agrees_with_text(non_bos, -85.5) && agrees_with_text(bos, 24.9),
+        "{non_bos} {bos}"
+    );
+    let band_start = 500_000f64.powf(-40.0 / 64.0);
+    println!("500000^(-40/64) = {band_start:.4e}");
+    assert!(agrees_with_text(band_start, 2.74e-4));
+    assert!(!agrees_with_text(band_start, 1e-4));
 }

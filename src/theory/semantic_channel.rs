@@ -2,11 +2,13 @@
 //! target token robustly over long sequences, because some rearrangement of the tokens makes another token's
 //! logit exceed the target's, and then (Lemma A.3) the target gets at most half the attention.
 //!
-//! The construction follows the proof. The query is the last token (position `i`), position 0 is `bos`; both stay
-//! in place. Among the movable positions `1..i`, move the target to the position where its logit
-//! `|q||k_t| cos(θ_t + g (p − i))` is smallest, then move one other token to the free position where its logit is
-//! largest. For long enough sequences the angles `g p mod 2π` come close to every angle (Lemma A.2), so the
-//! target's logit can be made negative and a distractor's positive.
+//! The construction follows the proof's two cases. The query is the last token (position `i`), position 0 is
+//! `bos`; both stay in place. If the target's logit is not positive (`a_{i,n} ≤ 0`, so every other logit is
+//! negative), one swap suffices: move another token to the movable position where its logit is largest, which
+//! for long sequences is positive. Otherwise, among the movable positions `1..i`, move the target to the position
+//! where its logit `|q||k_t| cos(θ_t + g (p − i))` is smallest, then move one other token to the free position
+//! where its logit is largest. For long enough sequences the angles `g p mod 2π` come close to every angle
+//! (Lemma A.2), so the target's logit can be made negative and a distractor's positive.
 
 use super::head::{dot, Rotation};
 
@@ -23,10 +25,11 @@ pub struct ChannelBreak {
     pub distractor: usize,
 }
 
-/// Builds the two swaps of Thm 6.1's proof for a head with single frequency `g`, pre-RoPE query `q` of the last
+/// Builds the swaps of Thm 6.1's proof for a head with single frequency `g`, pre-RoPE query `q` of the last
 /// token and pre-RoPE keys `keys[p]` of the tokens at positions `0..=i` (`i = keys.len() − 1`), target at
-/// `target ∈ 1..i`. `None` when the sequence is too short for the rotation to reach a distractor logit above
-/// the target's (or the arguments are out of range).
+/// `target ∈ 1..i`: one swap that leaves the target in place when its logit is not positive, two otherwise.
+/// `None` when the sequence is too short for the rotation to reach a distractor logit above the target's (or the
+/// arguments are out of range).
 pub fn break_channel(
     g: f64,
     q: [f64; 2],
@@ -41,9 +44,13 @@ pub fn break_channel(
     let query = rotation.at(&q, i);
     let logit = |token: usize, pos: usize| dot(&query, &rotation.at(&keys[token], pos));
     let movable = 1..i;
-    let target_position = movable
-        .clone()
-        .min_by(|&a, &b| logit(target, a).total_cmp(&logit(target, b)))?;
+    let target_position = if logit(target, target) <= 0.0 {
+        target
+    } else {
+        movable
+            .clone()
+            .min_by(|&a, &b| logit(target, a).total_cmp(&logit(target, b)))?
+    };
     let target_logit = logit(target, target_position);
     let (distractor, distractor_position, distractor_logit) = movable
         .clone()

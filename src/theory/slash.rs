@@ -2,7 +2,11 @@
 //!
 //! With constant pre-RoPE queries `q` and keys `k` the logits depend only on `i − j` (a Toeplitz matrix), so the
 //! attention pattern and every slash score are the same for every prompt. These functions bound how far that
-//! stays true when queries and keys are only close to rank one.
+//! stays true when queries and keys are only close to rank one, and how large the amplitude of such a head must
+//! be for a slash peak when only some RoPE frequencies carry it.
+
+use super::head::Rotation;
+use super::positional::relative_logit;
 
 /// Per-row bounds `η_i ≥ max_{j ≤ i} |a_σ[i,j] − a_0[i,j]|` for queries `q + σ n_i` and keys `k + σ m_j` against the
 /// noiseless `q`, `k`: by Cauchy–Schwarz (RoPE preserves norms)
@@ -26,10 +30,16 @@ pub fn rank_one_logit_perturbation(
         .collect()
 }
 
-/// Bound on `|SlashScore'(Δ) − SlashScore(Δ)|` when every logit of row `i` moves by at most `row_bounds[i]`:
-/// each weight then changes by a factor in `[e^{−2η_i}, e^{2η_i}]`, so
-/// `|S'[i,j] − S[i,j]| ≤ S[i,j] (e^{2η_i} − 1)` and the bound is `1/(n−Δ) Σ_{i ≥ Δ} S[i,i−Δ] (e^{2η_i} − 1)`.
-/// `attention` is the unperturbed row-major `n × n` matrix. `None` when `Δ ≥ n` or `row_bounds` is shorter than `n`.
+/// Bound on `|SlashScore'(Δ) − SlashScore(Δ)|` when every logit of row `i` moves by at most `row_bounds[i]`.
+///
+/// Write the target weight of row `i` as `S = 1/(1 + e^{−x})` with `x = a[i,i−Δ] − ln Σ_{j≠i−Δ} e^{a[i,j]}`.
+/// Moving every logit of the row by at most `η_i` moves `x` by at most `2η_i`, so with `u = e^{2η_i} − 1`
+/// the weight moves by at most `S(1−S) u / (1 + min(S, 1−S) u)`: the larger of the rise `sigmoid(x + 2η_i) − S`
+/// and the fall `S − sigmoid(x − 2η_i)`. That is attained when the target's logit moves by `±η_i` and every
+/// other logit of the row by `∓η_i`, so no smaller bound holds for every perturbation within the `η_i`.
+/// (The cruder `S (e^{2η_i} − 1)` exceeds it by the factor `(1 + min(S, 1−S) u)/(1 − S)`, unbounded as
+/// `S → 1`.) The result is `1/(n−Δ) Σ_{i ≥ Δ}` of the row bounds. `attention` is the unperturbed row-major
+/// `n × n` matrix. `None` when `Δ ≥ n` or `row_bounds` is shorter than `n`.
 pub fn slash_deviation_bound(
     attention: &[f64],
     n: usize,
@@ -40,7 +50,11 @@ pub fn slash_deviation_bound(
         return None;
     }
     let total: f64 = (delta..n)
-        .map(|i| attention[i * n + i - delta] * (2.0 * row_bounds[i]).exp_m1())
+        .map(|i| {
+            let s = attention[i * n + i - delta];
+            let u = (2.0 * row_bounds[i]).exp_m1();
+            s * (1.0 - s) * u / (1.0 + s.min(1.0 - s) * u)
+        })
         .sum();
     Some(total / (n - delta) as f64)
 }
@@ -56,4 +70,62 @@ pub fn cone_rank_one_deficit_bound(
     q_frobenius_sq: f64,
 ) -> f64 {
     n as f64 * (max_angle.sin() * perp_spectral_norm).powi(2) / q_frobenius_sq
+}
+
+/// `SlashScore(Δ)` of the rank-one head with constant queries `ψ` and keys `R^Δ ψ` (Prop 3.1's construction) over
+/// `n` tokens, for `‖ψ‖² = budget` along the unit direction `direction` (so `Σ_l A_l = budget`). The key `δ` tokens
+/// before the query has logit `budget · c(δ − Δ)` with `c` from [`relative_logit`]; row `i` (`i ≥ Δ`) puts
+/// `e^{budget c(0)} / Σ_{δ ≤ i} e^{budget c(δ − Δ)}` on the slash. `None` when `Δ ≥ n`.
+pub fn rank_one_slash_score(
+    rotation: &Rotation,
+    direction: &[f64],
+    budget: f64,
+    n: usize,
+    delta: usize,
+) -> Option<f64> {
+    if delta >= n {
+        return None;
+    }
+    let logits: Vec<f64> = (0..n)
+        .map(|d| budget * relative_logit(rotation, direction, d as i64 - delta as i64))
+        .collect();
+    let total: f64 = (delta..n)
+        .map(|i| {
+            let row = &logits[..=i];
+            let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (row[delta] - top).exp() / row.iter().map(|a| (a - top).exp()).sum::<f64>()
+        })
+        .sum();
+    Some(total / (n - delta) as f64)
+}
+
+/// The smallest budget `‖ψ‖²` at which [`rank_one_slash_score`] reaches `kappa`, by bisection to a relative width
+/// of `10⁻¹⁰` (every row's slash weight grows with the budget when `Δ` is the unique maximum of `c`, so the score
+/// does). `None` when even `max_budget` does not reach `kappa` (or `Δ ≥ n`).
+pub fn minimal_slash_budget(
+    rotation: &Rotation,
+    direction: &[f64],
+    n: usize,
+    delta: usize,
+    kappa: f64,
+    max_budget: f64,
+) -> Option<f64> {
+    let reaches =
+        |b: f64| rank_one_slash_score(rotation, direction, b, n, delta).map(|s| s >= kappa);
+    if !reaches(max_budget)? {
+        return None;
+    }
+    if reaches(0.0)? {
+        return Some(0.0);
+    }
+    let (mut lo, mut hi) = (0.0, max_budget);
+    while hi - lo > 1e-10 * hi {
+        let mid = 0.5 * (lo + hi);
+        if reaches(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
