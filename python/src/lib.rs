@@ -14,7 +14,7 @@ use ropescope::model::Model as Engine;
 use ropescope::numeric::Real;
 use ropescope::tokenizer::Tokenizer;
 use ropescope::{Error, ErrorKind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pyo3::create_exception!(
@@ -58,11 +58,11 @@ struct Model {
 }
 
 /// Loads `path` in `precision` (`f64` or `f32`).
-fn load(path: &PathBuf, precision: &str) -> Result<(GgufFile, Precision), Error> {
-    let precision_error =
-        || Error::Argument(format!("precision '{precision}' is not one of f64, f32"));
+fn load(path: &Path, precision: &str) -> Result<(GgufFile, Precision), Error> {
     if precision != "f64" && precision != "f32" {
-        return Err(precision_error());
+        return Err(Error::Argument(format!(
+            "precision '{precision}' is not one of f64, f32"
+        )));
     }
     let file = GgufFile::open(path)?;
     let engine = match precision {
