@@ -16,6 +16,7 @@ use std::process::{Command, Output};
 /// Set to skip this test (a machine without Python's `venv` module).
 const SKIP_VAR: &str = "ROPESCOPE_SKIP_PYTHON";
 
+/// `$ROPESCOPE_CACHE`, or `~/.cache/ropescope`.
 fn cache_dir() -> PathBuf {
     match std::env::var_os("ROPESCOPE_CACHE") {
         Some(dir) => PathBuf::from(dir),
