@@ -159,6 +159,80 @@ pub fn compare_dirs(
     Ok((out, only))
 }
 
+/// Applies a tolerance override `KIND=nmse:X` or `KIND=max_abs:X` (the command line's `--tol`) to `tolerances`.
+pub fn apply_override(tolerances: &mut BTreeMap<String, Tolerance>, spec: &str) -> Result<()> {
+    let bad = || Error::Argument(format!("--tol '{spec}': expected KIND=METRIC:VALUE"));
+    let (kind, rest) = spec.split_once('=').ok_or_else(bad)?;
+    let (metric, value) = rest.split_once(':').ok_or_else(bad)?;
+    let value: f64 = value
+        .parse()
+        .map_err(|_| Error::Argument(format!("--tol '{spec}': '{value}' is not a number")))?;
+    let t = tolerances.entry(kind.to_string()).or_insert(Tolerance {
+        nmse: None,
+        max_abs: None,
+    });
+    match metric {
+        "nmse" => t.nmse = Some(value),
+        "max_abs" => t.max_abs = Some(value),
+        other => {
+            return Err(Error::Argument(format!(
+                "--tol '{spec}': unknown metric '{other}' (nmse or max_abs)"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The comparison of two reference directories with its verdict (what `ropescope compare --json` prints).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Whether every common array is within its tolerance.
+    pub pass: bool,
+    /// `PASS: N arrays within tolerance` or `FAIL: F of N arrays over tolerance (kinds)`.
+    pub verdict: String,
+    /// One entry per array present in both directories, sorted by file.
+    pub comparisons: Vec<Comparison>,
+    /// The files present in only one directory, each saying which.
+    pub unpaired: Vec<String>,
+}
+
+/// Compares `a` (under test) with `b` (the reference) as [`compare_dirs`] does and states the verdict; refuses
+/// directories with no array in common.
+pub fn compare_report(
+    a: &Path,
+    b: &Path,
+    tolerances: &BTreeMap<String, Tolerance>,
+) -> Result<Report> {
+    let (comparisons, unpaired) = compare_dirs(a, b, tolerances)?;
+    if comparisons.is_empty() {
+        return Err(Error::Argument(
+            "no array is present in both directories".into(),
+        ));
+    }
+    let failed: Vec<&str> = comparisons
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| c.file.as_str())
+        .collect();
+    let kinds: std::collections::BTreeSet<&str> = failed.iter().map(|f| kind_of(f)).collect();
+    let verdict = if failed.is_empty() {
+        format!("PASS: {} arrays within tolerance", comparisons.len())
+    } else {
+        format!(
+            "FAIL: {} of {} arrays over tolerance ({})",
+            failed.len(),
+            comparisons.len(),
+            kinds.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    };
+    Ok(Report {
+        pass: failed.is_empty(),
+        verdict,
+        comparisons,
+        unpaired,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,20 +58,27 @@ fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) ->
     elements.saturating_mul(std::mem::size_of::<T>() as u64)
 }
 
-/// Stacks per-head arrays of equal length into `[heads, ...]` and widens them to `T`'s npy type.
-fn stack<T: Copy>(records: &[&HeadRecord<T>], pick: impl Fn(&HeadRecord<T>) -> Vec<T>) -> Vec<T> {
-    records.iter().flat_map(|r| pick(r)).collect()
+/// The quantities of one captured layer, in the order the reference directory lists them: attention
+/// probabilities and logits `[heads, rows, T]`, q before and after RoPE `[heads, T, d]`, k before and after RoPE
+/// `[kv_heads, T, d]`, values `[kv_heads, T, d_v]` and head outputs `[heads, T, d_v]`. A layer's file is
+/// `{kind}_L{layer}.npy`.
+pub const LAYER_KINDS: [&str; 8] = ["attn", "scores", "q_pre", "q", "k_pre", "k", "v", "out"];
+
+/// One array of a reference: its file stem (`attn_L5`, `logits`), shape and values (row-major).
+#[derive(Clone, Debug)]
+pub struct ReferenceArray<T> {
+    /// The array's name, the reference file's name without `.npy`.
+    pub name: String,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its values, row-major.
+    pub data: Vec<T>,
 }
 
-/// Runs `model` on `ids` and writes the reference directory `out` (created if needed). Every file is written
-/// atomically; `meta.json` is written last, so a directory with `meta.json` is complete.
-pub fn write_reference<T: Real + npy::NpyElement>(
-    model: &Model<T>,
-    model_path: &Path,
-    ids: &[u32],
-    req: &ReferenceRequest,
-    out: &Path,
-) -> Result<()> {
+/// Checks `ids` and `req` against `model`: a valid prompt, layers that exist, a non-empty range of rows inside
+/// the sequence, and memory for the pass and everything it keeps.
+fn check_request<T: Real>(model: &Model<T>, ids: &[u32], req: &ReferenceRequest) -> Result<()> {
+    model.validate(ids)?;
     let c = &model.config;
     let t = ids.len();
     if let Some(&bad) = req.layers.iter().find(|&&l| l >= c.n_layers) {
@@ -90,74 +97,127 @@ pub fn write_reference<T: Real + npy::NpyElement>(
         ids,
         capture_bytes(model, t, req),
         "; capture fewer layers (--layers) or rows (--rows)",
-    )?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let model_sha256 = sha256_file(model_path)?;
+    )
+}
 
-    let mut sink = CollectSink::<T>::new(req.layers.clone(), req.rows.clone());
+/// Runs `model` on `ids` and returns the arrays of the reference directory `req` describes, keeping only the
+/// kinds in `kinds` (`logits` and any of [`LAYER_KINDS`]; unknown names are refused): `logits` first, then for
+/// each layer of `req.layers` its kinds in [`LAYER_KINDS`] order. Vectors are in half-split coordinate order.
+pub fn compute_reference<T: Real>(
+    model: &Model<T>,
+    ids: &[u32],
+    req: &ReferenceRequest,
+    kinds: &[&str],
+) -> Result<Vec<ReferenceArray<T>>> {
+    if let Some(bad) = kinds
+        .iter()
+        .find(|k| **k != "logits" && !LAYER_KINDS.contains(k))
+    {
+        return Err(Error::Argument(format!(
+            "unknown quantity '{bad}' (logits, {})",
+            LAYER_KINDS.join(", ")
+        )));
+    }
+    check_request(model, ids, req)?;
+    let c = &model.config;
+    let t = ids.len();
+    let layer_kinds: Vec<&str> = LAYER_KINDS
+        .into_iter()
+        .filter(|k| kinds.contains(k))
+        .collect();
+    let captured = if layer_kinds.is_empty() {
+        Vec::new()
+    } else {
+        req.layers.clone()
+    };
+    let mut sink = CollectSink::<T>::new(captured.clone(), req.rows.clone());
     let opts = ForwardOptions {
-        logits_rows: req.rows.clone(),
+        logits_rows: if kinds.contains(&"logits") {
+            req.rows.clone()
+        } else {
+            0..0
+        },
         rope_keep: None,
     };
     let fwd = model.forward(ids, &opts, &mut sink)?;
 
+    let mut arrays = Vec::new();
+    if kinds.contains(&"logits") {
+        arrays.push(ReferenceArray {
+            name: "logits".into(),
+            shape: vec![req.rows.len(), c.vocab_size],
+            data: fwd.logits,
+        });
+    }
     let (r, d, vd) = (req.rows.len(), c.head_dim, c.value_dim);
-    let mut shapes = serde_json::Map::new();
-    let ids64: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
-    npy::write(&out.join("ids.npy"), &[t], &ids64)?;
-    shapes.insert("ids.npy".into(), json!([t]));
-    let mut put = |name: String, shape: Vec<usize>, data: &[T]| -> Result<()> {
-        npy::write(&out.join(&name), &shape, data)?;
-        shapes.insert(name, json!(shape));
-        Ok(())
-    };
-    put("logits.npy".into(), vec![r, c.vocab_size], &fwd.logits)?;
-    for &l in &req.layers {
+    for &l in &captured {
         let heads: Vec<&HeadRecord<T>> = (0..c.n_heads).filter_map(|h| sink.get(l, h)).collect();
         let kv_heads: Vec<&HeadRecord<T>> = (0..c.n_kv_heads)
             .filter_map(|g| sink.get(l, g * c.group_size()))
             .collect();
         let spec = &c.layers[l].rope.spec(t);
-        put(
-            format!("attn_L{l}.npy"),
-            vec![c.n_heads, r, t],
-            &stack(&heads, |h| h.probs.clone()),
-        )?;
-        put(
-            format!("scores_L{l}.npy"),
-            vec![c.n_heads, r, t],
-            &stack(&heads, |h| h.logits.clone()),
-        )?;
-        put(
-            format!("q_pre_L{l}.npy"),
-            vec![c.n_heads, t, d],
-            &stack(&heads, |h| to_half_split(&h.q_pre, spec)),
-        )?;
-        put(
-            format!("q_L{l}.npy"),
-            vec![c.n_heads, t, d],
-            &stack(&heads, |h| to_half_split(&h.q, spec)),
-        )?;
-        put(
-            format!("k_pre_L{l}.npy"),
-            vec![c.n_kv_heads, t, d],
-            &stack(&kv_heads, |h| to_half_split(&h.k_pre, spec)),
-        )?;
-        put(
-            format!("k_L{l}.npy"),
-            vec![c.n_kv_heads, t, d],
-            &stack(&kv_heads, |h| to_half_split(&h.k, spec)),
-        )?;
-        put(
-            format!("v_L{l}.npy"),
-            vec![c.n_kv_heads, t, vd],
-            &stack(&kv_heads, |h| h.v.clone()),
-        )?;
-        put(
-            format!("out_L{l}.npy"),
-            vec![c.n_heads, t, vd],
-            &stack(&heads, |h| h.output.clone()),
-        )?;
+        let half_split = |records: &[&HeadRecord<T>], pick: fn(&HeadRecord<T>) -> &[T]| {
+            records
+                .iter()
+                .flat_map(|h| to_half_split(pick(h), spec))
+                .collect::<Vec<T>>()
+        };
+        let as_is = |records: &[&HeadRecord<T>], pick: fn(&HeadRecord<T>) -> &[T]| {
+            records
+                .iter()
+                .flat_map(|h| pick(h).iter().copied())
+                .collect::<Vec<T>>()
+        };
+        for &kind in &layer_kinds {
+            let (shape, data) = match kind {
+                "attn" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.probs)),
+                "scores" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.logits)),
+                "q_pre" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q_pre)),
+                "q" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q)),
+                "k_pre" => (
+                    vec![c.n_kv_heads, t, d],
+                    half_split(&kv_heads, |h| &h.k_pre),
+                ),
+                "k" => (vec![c.n_kv_heads, t, d], half_split(&kv_heads, |h| &h.k)),
+                "v" => (vec![c.n_kv_heads, t, vd], as_is(&kv_heads, |h| &h.v)),
+                _ => (vec![c.n_heads, t, vd], as_is(&heads, |h| &h.output)),
+            };
+            arrays.push(ReferenceArray {
+                name: format!("{kind}_L{l}"),
+                shape,
+                data,
+            });
+        }
+    }
+    Ok(arrays)
+}
+
+/// Runs `model` on `ids` and writes the reference directory `out` (created if needed). Every file is written
+/// atomically; `meta.json` is written last, so a directory with `meta.json` is complete.
+pub fn write_reference<T: Real + npy::NpyElement>(
+    model: &Model<T>,
+    model_path: &Path,
+    ids: &[u32],
+    req: &ReferenceRequest,
+    out: &Path,
+) -> Result<()> {
+    let c = &model.config;
+    let t = ids.len();
+    check_request(model, ids, req)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let model_sha256 = sha256_file(model_path)?;
+    let mut kinds = vec!["logits"];
+    kinds.extend(LAYER_KINDS);
+    let arrays = compute_reference(model, ids, req, &kinds)?;
+
+    let mut shapes = serde_json::Map::new();
+    let ids64: Vec<i64> = ids.iter().map(|&i| i as i64).collect();
+    npy::write(&out.join("ids.npy"), &[t], &ids64)?;
+    shapes.insert("ids.npy".into(), json!([t]));
+    for a in &arrays {
+        let name = format!("{}.npy", a.name);
+        npy::write(&out.join(&name), &a.shape, &a.data)?;
+        shapes.insert(name, json!(a.shape));
     }
     let meta = json!({
         "producer": format!("ropescope {}", env!("CARGO_PKG_VERSION")),

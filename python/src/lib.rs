@@ -1,0 +1,213 @@
+//! The native module of the `ropescope` Python package (`ropescope._native`): the engine's model, forward pass,
+//! reference writer and comparison, with the GIL released while they compute. The Python layer
+//! (`ropescope/__init__.py`) checks and converts arguments and documents the API; this module trusts only what
+//! the engine itself checks again.
+
+use numpy::{Element, PyArray1, PyArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use ropescope::export::compare::{apply_override, compare_report, default_tolerances};
+use ropescope::export::reference::{compute_reference, write_reference, ReferenceRequest};
+use ropescope::export::staged::StagedDir;
+use ropescope::gguf::GgufFile;
+use ropescope::model::Model as Engine;
+use ropescope::numeric::Real;
+use ropescope::tokenizer::Tokenizer;
+use ropescope::{Error, ErrorKind};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pyo3::create_exception!(
+    ropescope,
+    RopescopeError,
+    PyValueError,
+    "A failure the ropescope command line would report, with its message; `kind` names its class \
+     (argument, bad_file, unsupported, resource, io, mismatch, internal)."
+);
+
+/// The Python exception for an engine error: the command line's message, and its kind as `kind`.
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    let kind = match e.kind() {
+        ErrorKind::Mismatch => "mismatch",
+        ErrorKind::Argument => "argument",
+        ErrorKind::BadFile => "bad_file",
+        ErrorKind::Unsupported => "unsupported",
+        ErrorKind::Resource => "resource",
+        ErrorKind::Io => "io",
+        ErrorKind::Internal => "internal",
+    };
+    let err = RopescopeError::new_err(e.to_string());
+    match err.value(py).setattr("kind", kind) {
+        Ok(()) => err,
+        Err(setattr_failed) => setattr_failed,
+    }
+}
+
+/// The engine in either precision.
+enum Precision {
+    F64(Engine<f64>),
+    F32(Engine<f32>),
+}
+
+/// A loaded model (see `ropescope.Model`).
+#[pyclass(frozen, module = "ropescope._native")]
+struct Model {
+    file: GgufFile,
+    engine: Precision,
+    tokenizer: OnceLock<Tokenizer>,
+}
+
+/// Loads `path` in `precision` (`f64` or `f32`).
+fn load(path: &Path, precision: &str) -> Result<(GgufFile, Precision), Error> {
+    if precision != "f64" && precision != "f32" {
+        return Err(Error::Argument(format!(
+            "precision '{precision}' is not one of f64, f32"
+        )));
+    }
+    let file = GgufFile::open(path)?;
+    let engine = match precision {
+        "f64" => Precision::F64(Engine::load(&file)?),
+        _ => Precision::F32(Engine::load(&file)?),
+    };
+    Ok((file, engine))
+}
+
+/// The requested arrays of one forward pass as `(name, ndarray)` pairs, each array owning the engine's buffer.
+fn forward_in<'py, T: Real + Element>(
+    py: Python<'py>,
+    engine: &Engine<T>,
+    ids: &[u32],
+    req: &ReferenceRequest,
+    kinds: &[String],
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    let arrays = py
+        .detach(|| compute_reference(engine, ids, req, &kinds))
+        .map_err(|e| to_py(py, e))?;
+    arrays
+        .into_iter()
+        .map(|a| {
+            let flat = PyArray1::from_vec(py, a.data);
+            Ok((a.name, flat.reshape(a.shape)?.into_any()))
+        })
+        .collect()
+}
+
+#[pymethods]
+impl Model {
+    /// Loads a GGUF model in `precision` (`f64` or `f32`).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf, precision: &str) -> PyResult<Self> {
+        let (file, engine) = py
+            .detach(|| load(&path, precision))
+            .map_err(|e| to_py(py, e))?;
+        Ok(Self {
+            file,
+            engine,
+            tokenizer: OnceLock::new(),
+        })
+    }
+
+    /// The resolved configuration as JSON text.
+    fn config_json(&self, py: Python<'_>) -> PyResult<String> {
+        let config = match &self.engine {
+            Precision::F64(m) => &m.config,
+            Precision::F32(m) => &m.config,
+        };
+        serde_json::to_string(config).map_err(|e| to_py(py, Error::Internal(e.to_string())))
+    }
+
+    /// The ids of `text` under the model's own tokenizer (BOS/EOS as its metadata asks when `add_special`).
+    fn tokenize(&self, py: Python<'_>, text: &str, add_special: bool) -> PyResult<Vec<u32>> {
+        let tokenizer = match self.tokenizer.get() {
+            Some(t) => t,
+            None => {
+                let built = Tokenizer::from_gguf(&self.file).map_err(|e| to_py(py, e))?;
+                self.tokenizer.get_or_init(|| built)
+            }
+        };
+        tokenizer
+            .encode(text, add_special)
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// One forward pass: the arrays `kinds` (`logits` and reference kinds) for `layers` and query rows
+    /// `rows.0..rows.1`, as `(name, ndarray)` pairs named as the reference files (`attn_L5`, `logits`).
+    fn forward<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<u32>,
+        layers: Vec<usize>,
+        rows: (usize, usize),
+        kinds: Vec<String>,
+    ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let req = ReferenceRequest {
+            layers,
+            rows: rows.0..rows.1,
+            command: Vec::new(),
+        };
+        match &self.engine {
+            Precision::F64(m) => forward_in(py, m, &ids, &req, &kinds),
+            Precision::F32(m) => forward_in(py, m, &ids, &req, &kinds),
+        }
+    }
+}
+
+/// Writes the reference directory of one forward pass, as `ropescope reference` does.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn reference(
+    py: Python<'_>,
+    model: PathBuf,
+    ids: Vec<u32>,
+    out: PathBuf,
+    layers: Option<Vec<usize>>,
+    rows: Option<(usize, usize)>,
+    precision: &str,
+    force: bool,
+) -> PyResult<()> {
+    let run = || -> Result<(), Error> {
+        let (_file, engine) = load(&model, precision)?;
+        let n_layers = match &engine {
+            Precision::F64(m) => m.config.n_layers,
+            Precision::F32(m) => m.config.n_layers,
+        };
+        let req = ReferenceRequest {
+            layers: layers.unwrap_or_else(|| (0..n_layers).collect()),
+            rows: rows.map_or(0..ids.len(), |(a, b)| a..b),
+            command: Vec::new(),
+        };
+        let staged = StagedDir::begin(&out, force)?;
+        match &engine {
+            Precision::F64(m) => write_reference(m, &model, &ids, &req, staged.path())?,
+            Precision::F32(m) => write_reference(m, &model, &ids, &req, staged.path())?,
+        }
+        staged.commit().map(|_| ())
+    };
+    py.detach(run).map_err(|e| to_py(py, e))
+}
+
+/// Compares reference directory `a` with `b` (the reference) as `ropescope compare --json` does, with `tol`
+/// overrides `KIND=nmse:X` or `KIND=max_abs:X`; returns the report as JSON text.
+#[pyfunction]
+fn compare(py: Python<'_>, a: PathBuf, b: PathBuf, tol: Vec<String>) -> PyResult<String> {
+    let run = || -> Result<String, Error> {
+        let mut tols = default_tolerances();
+        for spec in &tol {
+            apply_override(&mut tols, spec)?;
+        }
+        let report = compare_report(&a, &b, &tols)?;
+        serde_json::to_string(&report).map_err(|e| Error::Internal(e.to_string()))
+    };
+    py.detach(run).map_err(|e| to_py(py, e))
+}
+
+/// The module `ropescope._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Model>()?;
+    m.add_function(wrap_pyfunction!(reference, m)?)?;
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add("RopescopeError", m.py().get_type::<RopescopeError>())?;
+    Ok(())
+}
