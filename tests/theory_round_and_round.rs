@@ -755,3 +755,294 @@ fn text_numbers_recomputed() {
     assert!(agrees_with_text(band_start, 2.74e-4));
     assert!(!agrees_with_text(band_start, 1e-4));
 }
+
+// ---------------------------------------------------------------- footnote 5: misaligned q, k can grow
+
+/// Footnote 5's range of distances: the logit is checked over `Δ = 0..=FOOTNOTE_5_RANGE`.
+const FOOTNOTE_5_RANGE: usize = 1000;
+/// Distance at which the full-head misaligned instance (`q = 1`, `k = R^r q`) peaks.
+const FOOTNOTE_5_PEAK: usize = 2063;
+/// Head of the full-head instance, as in Figure 2 (d = 64, θ = 10⁴).
+const FOOTNOTE_5_DIM: usize = 64;
+
+/// `a(Δ) = q^T R^{−Δ} k` for `Δ = 0..=last`: the query at position `last + 1` against one key `Δ` positions before.
+fn logits_up_to(rotation: &Rotation, q: &[f64], k: &[f64], last: usize) -> Vec<f64> {
+    logits_over_distances(rotation, q, k, last + 1)
+}
+
+/// A pair supported on the chunks with `g_l · FOOTNOTE_5_RANGE ≤ π` (plus chunk 0 when `with_fastest`), with
+/// `k^(l) = sign · c_l q^(l)`, `c_l ∈ [0.1, 3)`: anti-aligned chunk by chunk for `sign = −1`, aligned for `+1`.
+fn chunkwise_pair(
+    spec: &RopeSpec,
+    seed: u64,
+    sign: f64,
+    with_fastest: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = rng(seed);
+    let dim = 2 * spec.n_chunks();
+    let (mut q, mut k) = (vec![0.0; dim], vec![0.0; dim]);
+    for l in 0..spec.n_chunks() {
+        let slow = spec.frequency::<f64>(l) * FOOTNOTE_5_RANGE as f64 <= PI;
+        if slow || (with_fastest && l == 0) {
+            let (a, b) = spec.chunk_dims(l);
+            let c: f64 = rng.random_range(0.1..3.0);
+            let chunk = gaussian(&mut rng, 2);
+            (q[a], q[b]) = (chunk[0], chunk[1]);
+            (k[a], k[b]) = (sign * c * chunk[0], sign * c * chunk[1]);
+        }
+    }
+    (q, k)
+}
+
+/// Whether every step of `values` goes up (`increasing`) or every step goes down.
+fn strictly_monotone(values: &[f64], increasing: bool) -> bool {
+    values
+        .windows(2)
+        .all(|w| if increasing { w[1] > w[0] } else { w[1] < w[0] })
+}
+
+/// Mean `|a(Δ)|` over `range`.
+fn mean_abs_over(logits: &[f64], range: std::ops::Range<usize>) -> f64 {
+    let len = range.len() as f64;
+    logits[range].iter().map(|a| a.abs()).sum::<f64>() / len
+}
+
+/// The full-head instance's growth statistic: mean `|a|` over the 64 distances ending at [`FOOTNOTE_5_PEAK`]
+/// divided by mean `|a|` over [`DECAY_NEAR`], for `q = 1` and the key `k` built from it by `key`.
+fn full_head_growth(key: impl Fn(&Rotation, &[f64]) -> Vec<f64>) -> (f64, Vec<f64>) {
+    let rotation = Rotation::rope(RopeSpec::new(FOOTNOTE_5_DIM, 10_000.0, Pairing::HalfSplit));
+    let q = vec![1.0; FOOTNOTE_5_DIM];
+    let k = key(&rotation, &q);
+    let logits = logits_up_to(&rotation, &q, &k, FOOTNOTE_5_PEAK);
+    let ratio = mean_abs_over(&logits, FOOTNOTE_5_PEAK - 63..FOOTNOTE_5_PEAK + 1)
+        / mean_abs_over(&logits, DECAY_NEAR);
+    (ratio, logits)
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Footnote 5: queries and keys that are misaligned (here anti-aligned chunk by chunk, `k^(l) = −c_l q^(l)`,
+    /// on the chunks with `g_l · FOOTNOTE_5_RANGE ≤ π`) have a logit that strictly *increases* at every step of
+    /// `Δ = 0..=FOOTNOTE_5_RANGE`: RoPE imposes no decay in general.
+    #[test]
+    fn footnote_5_misaligned_logit_grows_with_distance(
+        half_dim in 8usize..65,
+        log_base in 3.0f64..6.5,
+        adjacent in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let spec = RopeSpec::new(2 * half_dim, 10f64.powf(log_base), pairing(adjacent));
+        let (q, k) = chunkwise_pair(&spec, seed, -1.0, false);
+        let logits = logits_up_to(&Rotation::rope(spec), &q, &k, FOOTNOTE_5_RANGE);
+        prop_assert!(strictly_monotone(&logits, true));
+        prop_assert!(logits[FOOTNOTE_5_RANGE] > logits[0]);
+    }
+
+    /// Companion: aligned chunks (`k^(l) = +c_l q^(l)`, the case Su et al. consider) strictly *decrease* over the
+    /// same range, so the growth check fails for them; and adding the fastest chunk (`g_1 = 1`, outside the
+    /// hypothesis `g_l · FOOTNOTE_5_RANGE ≤ π`) to the anti-aligned pair breaks the monotone growth.
+    #[test]
+    fn footnote_5_aligned_logit_decays_over_the_same_range(
+        half_dim in 8usize..65,
+        log_base in 3.0f64..6.5,
+        adjacent in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let spec = RopeSpec::new(2 * half_dim, 10f64.powf(log_base), pairing(adjacent));
+        let rotation = Rotation::rope(spec.clone());
+        let (q, k) = chunkwise_pair(&spec, seed, 1.0, false);
+        let aligned = logits_up_to(&rotation, &q, &k, FOOTNOTE_5_RANGE);
+        prop_assert!(strictly_monotone(&aligned, false));
+        prop_assert!(!strictly_monotone(&aligned, true));
+        let (q, k) = chunkwise_pair(&spec, seed, -1.0, true);
+        let with_fastest = logits_up_to(&rotation, &q, &k, FOOTNOTE_5_RANGE);
+        prop_assert!(!strictly_monotone(&with_fastest, true));
+    }
+}
+
+/// Footnote 5 on a whole head with every frequency: `q = 1` (Su et al.'s all-ones query) and the misaligned key
+/// `k = R^r q`, `r = FOOTNOTE_5_PEAK`. The logit reaches its maximum `‖q‖² = d` at `Δ = r`, and its mean `|a|` over
+/// the last 64 distances before `r` is at least `1 / DECAY_RATIO_THRESHOLD` times its mean over [`DECAY_NEAR`]:
+/// Figure 2's decay statistic, read forward, shows growth. The aligned key `k = q` (Figure 2a) gives a ratio below
+/// `DECAY_RATIO_THRESHOLD` on the same windows.
+#[test]
+fn footnote_5_full_head_misaligned_logit_grows_aligned_does_not() {
+    let (growth, logits) =
+        full_head_growth(|rotation, q| key_peaking_at_distance(rotation, q, FOOTNOTE_5_PEAK));
+    let peak = logits[FOOTNOTE_5_PEAK];
+    println!("misaligned: far/near {growth:.2}, a(r) = {peak:.6}");
+    assert!((peak - FOOTNOTE_5_DIM as f64).abs() < 1e-9);
+    assert!(unique_maximum_at(&logits, FOOTNOTE_5_PEAK));
+    assert!(growth >= 1.0 / DECAY_RATIO_THRESHOLD);
+    let (aligned, _) = full_head_growth(|_, q| q.to_vec());
+    println!("aligned: far/near {aligned:.2}");
+    assert!(aligned < DECAY_RATIO_THRESHOLD);
+}
+
+// ---------------------------------------------------------------- Figure 9: one Gaussian pair repeated
+
+/// Head of the Figure 9 check (d = 64, θ = 10⁴, as Figure 2).
+const FIG9_DIM: usize = 64;
+/// Distances `Δ = 0..FIG9_LENGTH` of the sequence the pair is repeated over.
+const FIG9_LENGTH: usize = 8192;
+/// Width of the windows whose envelope `max |a|` is taken.
+const FIG9_WINDOW: usize = 512;
+/// A pair shows no decay when the mean envelope of the later windows is at least this fraction of the first
+/// window's envelope.
+const FIG9_ENVELOPE_RATIO_MIN: f64 = 0.6;
+/// Pairs drawn (each drawn once and repeated at every position).
+const FIG9_PAIRS: u64 = 16;
+/// Pairs allowed on the wrong side of `FIG9_ENVELOPE_RATIO_MIN` (measured over 1000 pairs: 1 independent pair in
+/// 1000 below it, no aligned pair above it).
+const FIG9_MAX_MISSES: usize = 1;
+
+/// `E_w = max_{Δ ∈ [wW, (w+1)W)} |q^T R^{−Δ} k|` for the windows `w` of width [`FIG9_WINDOW`], and the ratio
+/// `mean_{w ≥ 1} E_w / E_0`.
+fn envelope_ratio(q: &[f64], k: &[f64]) -> f64 {
+    let rotation = Rotation::rope(RopeSpec::new(FIG9_DIM, 10_000.0, Pairing::HalfSplit));
+    let logits = logits_up_to(&rotation, q, k, FIG9_LENGTH - 1);
+    let envelopes: Vec<f64> = logits
+        .chunks(FIG9_WINDOW)
+        .map(|w| w.iter().fold(0.0f64, |m, a| m.max(a.abs())))
+        .collect();
+    let later = &envelopes[1..];
+    later.iter().sum::<f64>() / later.len() as f64 / envelopes[0]
+}
+
+/// The envelope ratio of `FIG9_PAIRS` pairs from the fixed seed, `k` from `q` and a fresh draw by `key`.
+fn figure_9_ratios(key: impl Fn(&[f64], Vec<f64>) -> Vec<f64>) -> Vec<f64> {
+    (0..FIG9_PAIRS)
+        .map(|p| {
+            let mut rng = rng(SEED + p);
+            let q = gaussian(&mut rng, FIG9_DIM);
+            let k = key(&q, gaussian(&mut rng, FIG9_DIM));
+            envelope_ratio(&q, &k)
+        })
+        .collect()
+}
+
+/// Figure 9 (App. B.4): one pair `q, k ~ N(0, I)` drawn once and repeated at every position shows no decay: the
+/// envelope of `|q^T R^{−Δ} k|` over windows of `FIG9_WINDOW` distances does not shrink, in the sense that the
+/// later windows' mean envelope is at least `FIG9_ENVELOPE_RATIO_MIN` of the first window's, for each of
+/// all but at most `FIG9_MAX_MISSES` of `FIG9_PAIRS` seeded pairs.
+#[test]
+fn figure_9_one_gaussian_pair_shows_no_decay() {
+    let ratios = figure_9_ratios(|_, k| k);
+    println!("independent pairs: envelope ratios {ratios:.2?}");
+    let misses = ratios
+        .iter()
+        .filter(|&&r| r < FIG9_ENVELOPE_RATIO_MIN)
+        .count();
+    assert!(misses <= FIG9_MAX_MISSES, "{misses} pairs decay");
+}
+
+/// Companion: the same Gaussian query with the aligned key `k = q` (App. B.4: decay needs queries and keys
+/// "perfectly aligned") decays by the same statistic: all but at most `FIG9_MAX_MISSES` pairs have a ratio below
+/// `FIG9_ENVELOPE_RATIO_MIN`.
+#[test]
+fn figure_9_aligned_pair_decays() {
+    let ratios = figure_9_ratios(|q, _| q.to_vec());
+    println!("aligned pairs: envelope ratios {ratios:.2?}");
+    let misses = ratios
+        .iter()
+        .filter(|&&r| r >= FIG9_ENVELOPE_RATIO_MIN)
+        .count();
+    assert!(misses <= FIG9_MAX_MISSES, "{misses} pairs do not decay");
+}
+
+// ---------------------------------------------------------------- §5: the highest frequencies misalign fastest
+
+/// The angle at which a chunk counts as misaligned: the text's "misalign the queries and keys by a radian".
+const MISALIGN_ANGLE: f64 = 1.0;
+/// Head configurations of the §5 checks: (d, θ). Gemma 7B is (256, 10⁴), Llama 3.1 8B (128, 5·10⁵).
+const SECTION_5_HEADS: [(usize, f64); 4] = [
+    (64, 10_000.0),
+    (128, 10_000.0),
+    (128, 500_000.0),
+    (256, 10_000.0),
+];
+
+/// The diagonal construction's misalignment of chunk `l` at distance `Δ`, through the engine: with `q = k = e`,
+/// `e` the unit vector on the chunk's first coordinate, `m_l(Δ) = 1 − q^T R^{−Δ} k = 1 − cos(g_l Δ)`.
+fn misalignment(rotation: &Rotation, l: usize, delta: usize) -> f64 {
+    let spec = rotation.spec();
+    let mut e = vec![0.0; 2 * spec.n_chunks()];
+    e[spec.chunk_dims(l).0] = 1.0;
+    1.0 - rotation.logit(&e, delta, &e, 0)
+}
+
+/// The misalignment of every chunk at distance `Δ`, fastest chunk first.
+fn misalignments(rotation: &Rotation, delta: usize) -> Vec<f64> {
+    (0..rotation.spec().n_chunks())
+        .map(|l| misalignment(rotation, l, delta))
+        .collect()
+}
+
+/// §5, as it holds. (a) First passage: the smallest `Δ ≥ 1` at which chunk `l`'s angle reaches `MISALIGN_ANGLE`
+/// (`m_l(Δ) ≥ 1 − cos 1`) is `⌈1/g_l⌉`, non-decreasing in `l`: 1 token for `g_1 = 1`, `⌈θ^{(d−2)/d}⌉` for the slowest
+/// (7 500 for d = 64, θ = 10⁴; the text's "≈ 10,000" rounds `θ^{(d−2)/d}` to θ). (b) Before the fastest chunk's
+/// first half-turn, `Δ ≤ ⌊π/g_1⌋ = 3`, every `g_l Δ` lies in `(0, π]` and `m_l(Δ)` is strictly decreasing in `l`:
+/// the higher the frequency, the larger the misalignment.
+#[test]
+fn section_5_highest_frequencies_misalign_first() {
+    let threshold = 1.0 - MISALIGN_ANGLE.cos();
+    for (dim, base) in SECTION_5_HEADS {
+        let spec = RopeSpec::new(dim, base, Pairing::HalfSplit);
+        let rotation = Rotation::rope(spec.clone());
+        let passages: Vec<usize> = (0..spec.n_chunks())
+            .map(|l| {
+                let first = (MISALIGN_ANGLE / spec.frequency::<f64>(l)).ceil() as usize;
+                assert!(misalignment(&rotation, l, first) >= threshold, "chunk {l}");
+                assert!(
+                    first == 1 || misalignment(&rotation, l, first - 1) < threshold,
+                    "chunk {l}"
+                );
+                first
+            })
+            .collect();
+        println!(
+            "d={dim} θ={base}: first passage 1 rad from {} to {} tokens",
+            passages[0],
+            passages[passages.len() - 1]
+        );
+        assert_eq!(passages[0], 1);
+        assert!(passages.windows(2).all(|w| w[0] <= w[1]));
+        let half_turn = (PI / spec.frequency::<f64>(0)).floor() as usize;
+        assert_eq!(half_turn, 3);
+        for delta in 1..=half_turn {
+            assert!(
+                strictly_monotone(&misalignments(&rotation, delta), false),
+                "d={dim} Δ={delta}"
+            );
+        }
+    }
+}
+
+/// Companion, and the claim's limit: past the fastest chunk's first half-turn the order breaks, because the fast
+/// chunks come back near multiples of 2π. For every head in `SECTION_5_HEADS`, at `Δ = 4` (just past `π/g_1`) the
+/// fastest chunk is already less misaligned than the second; at `Δ = 6` (`6 ≈ 2π − 0.28`) `m_1 = 1 − cos 6 = 0.040`
+/// while `m_2 > 0.2`; at `Δ = 44` (`44 ≈ 7·2π + 0.018`) `m_1 = 1.6·10⁻⁴` and most chunks are more misaligned.
+#[test]
+fn section_5_misalignment_is_not_monotone_past_the_first_half_turn() {
+    for (dim, base) in SECTION_5_HEADS {
+        let rotation = Rotation::rope(RopeSpec::new(dim, base, Pairing::HalfSplit));
+        let at4 = misalignments(&rotation, 4);
+        assert!(at4[0] < at4[1], "d={dim} θ={base}: {:?}", &at4[..2]);
+        let at6 = misalignments(&rotation, 6);
+        assert!((at6[0] - (1.0 - 6f64.cos())).abs() < 1e-12);
+        assert!(at6[0] < 0.05 && at6[1] > 0.2, "{:?}", &at6[..2]);
+        assert!(!strictly_monotone(&at6, false));
+        let at44 = misalignments(&rotation, 44);
+        let more = at44.iter().filter(|&&m| m > at44[0]).count();
+        println!(
+            "d={dim} θ={base}: m_1(6) = {:.3}, m_2(6) = {:.3}; m_1(44) = {:.2e}, {more} of {} chunks more misaligned",
+            at6[0],
+            at6[1],
+            at44[0],
+            at44.len()
+        );
+        assert!(at44[0] < 2e-4);
+        assert!(2 * more > at44.len());
+    }
+}
