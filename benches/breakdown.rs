@@ -80,10 +80,16 @@ fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks) {
     );
     println!("| step | ms | share | GFLOP/s | of peak |");
     println!("|---|---|---|---|---|");
+    // Median time of every step over the runs, in `Step::ALL`'s order.
+    let secs: Vec<f64> = (0..Step::ALL.len())
+        .map(|i| median(totals.iter().map(|t| t[i].time.as_secs_f64()).collect()))
+        .collect();
+    let sum_of = |steps: &[Step]| -> f64 { steps.iter().map(|s| secs[s.index()]).sum() };
+    let projection_parts = sum_of(&[Step::Dequantize, Step::Multiply]);
+    let attention_parts = sum_of(&[Step::Scores, Step::Softmax, Step::Values, Step::Capture]);
     let mut accounted = 0.0;
     for (i, &step) in Step::ALL.iter().enumerate() {
-        let secs = median(totals.iter().map(|t| t[i].time.as_secs_f64()).collect());
-        let flops = totals[0][i].flops as f64;
+        let (secs, flops) = (secs[i], totals[0][i].flops as f64);
         if secs == 0.0 && flops == 0.0 {
             continue;
         }
@@ -92,22 +98,10 @@ fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks) {
             accounted += secs;
         }
         // Parts are shown as shares of their parallel step's thread time, wall steps as shares of the pass.
-        let share = if thread {
-            let parent = if matches!(step, Step::Dequantize | Step::Multiply) {
-                [Step::Dequantize, Step::Multiply].as_slice()
-            } else {
-                [Step::Scores, Step::Softmax, Step::Values, Step::Capture].as_slice()
-            };
-            let sum: f64 = parent
-                .iter()
-                .map(|p| {
-                    let j = Step::ALL.iter().position(|s| s == p).expect("listed");
-                    median(totals.iter().map(|t| t[j].time.as_secs_f64()).collect())
-                })
-                .sum();
-            secs / sum
-        } else {
-            secs / wall
+        let share = match step {
+            Step::Dequantize | Step::Multiply => secs / projection_parts,
+            _ if thread => secs / attention_parts,
+            _ => secs / wall,
         };
         let rate = (flops > 0.0 && secs > 0.0).then(|| flops / secs / 1e9);
         let peak = if thread { peaks.one } else { peaks.all };

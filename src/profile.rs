@@ -31,22 +31,22 @@ pub enum Step {
     ProjectK,
     /// The value projection (wall).
     ProjectV,
+    /// Copies of the pre-RoPE q and k for capture, and the rotation (wall).
+    Rope,
+    /// Every head's attention, capture included (wall).
+    Attention,
     /// The attention output projection (wall).
     ProjectO,
     /// The FFN gate projection (wall).
     ProjectGate,
     /// The FFN up projection (wall).
     ProjectUp,
+    /// Gated activation and residual additions (wall).
+    Activation,
     /// The FFN down projection (wall).
     ProjectDown,
     /// Final norm and output head of the requested logits rows (wall).
     Logits,
-    /// Copies of the pre-RoPE q and k for capture, and the rotation (wall).
-    Rope,
-    /// Every head's attention, capture included (wall).
-    Attention,
-    /// Gated activation and residual additions (wall).
-    Activation,
     /// Inside projections: producing weight tiles (dequantization) (thread time).
     Dequantize,
     /// Inside projections: multiplying activations by weight tiles (thread time).
@@ -62,7 +62,8 @@ pub enum Step {
 }
 
 impl Step {
-    /// Every step, in the order of the pass (wall steps first, then the parts of parallel steps).
+    /// Every step, in the order of the pass (wall steps first, then the parts of parallel steps), which is the
+    /// order the variants are declared in.
     pub const ALL: [Step; 19] = [
         Step::Embed,
         Step::Norm,
@@ -123,11 +124,9 @@ impl Step {
         }
     }
 
-    fn index(self) -> usize {
-        Step::ALL
-            .iter()
-            .position(|&s| s == self)
-            .expect("every step is listed")
+    /// The step's place in [`Step::ALL`] (the variants are declared in that order).
+    pub fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -209,6 +208,11 @@ impl Drop for Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_lists_every_step_at_its_index() {
+        assert!(Step::ALL.iter().enumerate().all(|(i, s)| s.index() == i));
+    }
 
     /// Unit tests of the library run in parallel and some run forward passes, which may add to any step's time
     /// while this profile is active; no forward pass counts operations for `Embed`, so its count is exact.
