@@ -8,6 +8,8 @@
 //! `python3` with its `venv` module (Debian: `python3-venv`) and the models of `fixtures/models.sh`;
 //! `ROPESCOPE_SKIP_PYTHON=1` skips the test.
 
+mod common;
+
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,15 +17,6 @@ use std::process::{Command, Output};
 
 /// Set to skip this test (a machine without Python's `venv` module).
 const SKIP_VAR: &str = "ROPESCOPE_SKIP_PYTHON";
-
-/// `$ROPESCOPE_CACHE`, or `~/.cache/ropescope`.
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("ROPESCOPE_CACHE") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
-            .join(".cache/ropescope"),
-    }
-}
 
 /// Runs `cmd`, panicking with its output (and `hint`) when it fails.
 fn run(cmd: &mut Command, hint: &str) -> Output {
@@ -103,7 +96,7 @@ fn python_package_tests_pass() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cache = cache_dir();
+    let cache = common::cache_dir();
     let venv = cache.join("python-package");
     let (python, pip) = (venv.join("bin/python"), venv.join("bin/pip"));
 

@@ -603,6 +603,12 @@ const NON_POSITIVE_TARGET: KeyGains = KeyGains {
     other_gains: 20.0..40.0,
 };
 
+/// Last position of a Thm 6.1 instance at frequency `g`: long enough for the swaps (at least 24 tokens and two full
+/// turns, `4π / g`), plus `extra`.
+fn long_enough(g: f64, extra: usize) -> usize {
+    24.max((4.0 * PI / g).ceil() as usize) + extra
+}
+
 /// A single-frequency head that, on the original order, attends to `target` from the last position `i`, with keys
 /// set by `gains` relative to the query rotated to each key's position.
 fn semantic_head(
@@ -661,7 +667,7 @@ proptest! {
         target_pick in any::<prop::sample::Index>(),
         seed in any::<u64>(),
     ) {
-        let i = 24.max((4.0 * PI / g).ceil() as usize) + extra;
+        let i = long_enough(g, extra);
         let target = 1 + target_pick.index(i - 1);
         let (q, keys) = semantic_head(g, i, target, seed, &POSITIVE_TARGET);
         let identity: Vec<usize> = (0..=i).collect();
@@ -690,7 +696,7 @@ proptest! {
         target_pick in any::<prop::sample::Index>(),
         seed in any::<u64>(),
     ) {
-        let i = 24.max((4.0 * PI / g).ceil() as usize) + extra;
+        let i = long_enough(g, extra);
         let target = 1 + target_pick.index(i - 1);
         let (q, keys) = semantic_head(g, i, target, seed, &NON_POSITIVE_TARGET);
         let rotation = Rotation::single_frequency(g);

@@ -11,15 +11,19 @@ pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
 /// incomplete tensor data.
 pub const QWEN7B_HEAD: &str = "DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.head.gguf";
 
-/// Path of a real model in the cache `fixtures/models.sh` fills (`$ROPESCOPE_CACHE/models`, default
-/// `~/.cache/ropescope/models`). Panics with the command to run when the model is not there.
-pub fn model(file: &str) -> PathBuf {
-    let root = std::env::var_os("ROPESCOPE_CACHE")
+/// The project's cache outside the clone: `$ROPESCOPE_CACHE`, default `~/.cache/ropescope`.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("ROPESCOPE_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/ropescope")
-        });
-    let path = root.join("models").join(file);
+        })
+}
+
+/// Path of a real model in the cache `fixtures/models.sh` fills (`$ROPESCOPE_CACHE/models`, default
+/// `~/.cache/ropescope/models`). Panics with the command to run when the model is not there.
+pub fn model(file: &str) -> PathBuf {
+    let path = cache_dir().join("models").join(file);
     assert!(
         path.is_file(),
         "{} is missing: run fixtures/models.sh first",
