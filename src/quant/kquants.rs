@@ -45,7 +45,7 @@ pub fn q3_k(block: &[u8], out: &mut [f32]) {
 }
 
 /// The eight 6-bit (scale, min) pairs packed into 12 bytes, shared by Q4_K and Q5_K.
-fn scale_min_k4(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+pub(super) fn scale_min_k4(s: &[u8]) -> ([u8; 8], [u8; 8]) {
     let mut sc = [0u8; 8];
     let mut mn = [0u8; 8];
     for j in 0..4 {

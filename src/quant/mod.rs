@@ -11,8 +11,10 @@
 
 mod kquants;
 mod legacy;
+mod quantize;
 mod types;
 
+pub use quantize::{can_quantize, quantize_into};
 pub use types::{GgmlType, QK_K};
 
 use crate::error::{Error, Result};

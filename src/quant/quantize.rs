@@ -1,0 +1,435 @@
+//! Quantization of f32 values into ggml blocks, as ggml's reference quantizers (`quantize_row_*_ref` in
+//! `ggml-quants.c`, what llama.cpp's `llama-quantize` runs without an importance matrix) compute them.
+//!
+//! Written by hand because no crate quantizes to ggml's formats. Each function is a transcription of ggml's
+//! reference: the same f32 operations in the same order, `roundf` where ggml rounds half away from zero and
+//! ggml's `nearest_int` (round half to even, by the 1.5·2²³ trick) where it uses that, so the bytes are
+//! identical to ggml's. The fixture `fixtures/quant/make_quantize_fixtures.py` produces the reference bytes with
+//! llama.cpp's own `libggml-base` and, for the types it can quantize, with gguf-py's `gguf.quants.quantize`.
+
+use super::types::{GgmlType, QK_K};
+use crate::error::{Error, Result};
+use half::{bf16, f16};
+
+/// Quantizes one block: `x` holds the type's `block_size` values, `out` receives its `type_size` bytes.
+type BlockQuantizer = fn(&[f32], &mut [u8]);
+
+/// The per-block quantizer of a type, where ropescope has one.
+fn block_quantizer(ty: GgmlType) -> Option<BlockQuantizer> {
+    use GgmlType::*;
+    Some(match ty {
+        F32 => |x, o| o.copy_from_slice(&x[0].to_le_bytes()),
+        F16 => |x, o| o.copy_from_slice(&f16::from_f32(x[0]).to_le_bytes()),
+        BF16 => |x, o| o.copy_from_slice(&bf16::from_f32(x[0]).to_le_bytes()),
+        Q4_0 => q4_0,
+        Q4_1 => q4_1,
+        Q5_0 => q5_0,
+        Q5_1 => q5_1,
+        Q8_0 => q8_0,
+        Q4_K => q4_k,
+        Q6_K => q6_k,
+        _ => return None,
+    })
+}
+
+/// Whether [`quantize_into`] can write type `ty`.
+pub fn can_quantize(ty: GgmlType) -> bool {
+    block_quantizer(ty).is_some()
+}
+
+/// Quantizes `x` (a whole number of `ty`'s blocks) into `out` (exactly the bytes they take); `tensor` names the
+/// tensor in errors.
+pub fn quantize_into(ty: GgmlType, x: &[f32], out: &mut [u8], tensor: &str) -> Result<()> {
+    let quantizer = block_quantizer(ty).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "tensor '{tensor}': ropescope cannot quantize to {}",
+            ty.name()
+        ))
+    })?;
+    let (bs, ts) = (ty.block_size(), ty.type_size());
+    if !x.len().is_multiple_of(bs) || out.len() != x.len() / bs * ts {
+        return Err(Error::Unsupported(format!(
+            "tensor '{tensor}': {} values do not fill whole {} blocks of {bs} into {} bytes",
+            x.len(),
+            ty.name(),
+            out.len()
+        )));
+    }
+    for (block, bytes) in x.chunks_exact(bs).zip(out.chunks_exact_mut(ts)) {
+        quantizer(block, bytes);
+    }
+    Ok(())
+}
+
+/// ggml's `GGML_FP32_TO_FP16` (round to nearest even), little-endian.
+fn put_f16(out: &mut [u8], v: f32) {
+    out.copy_from_slice(&f16::from_f32(v).to_le_bytes());
+}
+
+/// ggml's `GGML_FP16_TO_FP32` of a value just rounded to half precision.
+fn via_f16(v: f32) -> f32 {
+    f16::from_f32(v).to_f32()
+}
+
+/// ggml's `nearest_int`: round half to even through the bits of `v + 1.5·2²³` (valid for |v| ≤ 4194303).
+fn nearest_int(v: f32) -> i32 {
+    let shifted = v + 12_582_912.0f32;
+    (shifted.to_bits() & 0x007f_ffff) as i32 - 0x0040_0000
+}
+
+/// The value of largest magnitude (the first of equal magnitudes) and that magnitude.
+fn signed_absmax(x: &[f32]) -> (f32, f32) {
+    let (mut amax, mut max) = (0.0f32, 0.0f32);
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    (max, amax)
+}
+
+/// The minimum and maximum of a block, starting from ±`f32::MAX` as ggml does.
+fn min_max(x: &[f32]) -> (f32, f32) {
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
+    for &v in x {
+        if v < min {
+            min = v;
+        }
+        if v > max {
+            max = v;
+        }
+    }
+    (min, max)
+}
+
+/// Q4_0: `d = max / -8` with `max` the value of largest magnitude; `q = min(15, trunc(x/d + 8.5))`.
+fn q4_0(x: &[f32], out: &mut [u8]) {
+    let (max, _) = signed_absmax(x);
+    let d = max / -8.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    put_f16(&mut out[0..2], d);
+    for j in 0..16 {
+        let lo = ((x[j] * id + 8.5) as i8).min(15) as u8;
+        let hi = ((x[j + 16] * id + 8.5) as i8).min(15) as u8;
+        out[2 + j] = lo | (hi << 4);
+    }
+}
+
+/// Q4_1: `d = (max - min) / 15`, `m = min`; `q = min(15, trunc((x - min)/d + 0.5))`.
+fn q4_1(x: &[f32], out: &mut [u8]) {
+    let (min, max) = min_max(x);
+    let d = (max - min) / 15.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    put_f16(&mut out[0..2], d);
+    put_f16(&mut out[2..4], min);
+    for j in 0..16 {
+        let lo = (((x[j] - min) * id + 0.5) as i8).min(15) as u8;
+        let hi = (((x[j + 16] - min) * id + 0.5) as i8).min(15) as u8;
+        out[4 + j] = lo | (hi << 4);
+    }
+}
+
+/// Packs 32 five-bit values into a Q5 block's `qh` (fifth bits, little-endian) and `qs` (low nibbles).
+fn pack_five_bit(q: &[u8; 32], qh: &mut [u8], qs: &mut [u8]) {
+    let mut high = 0u32;
+    for j in 0..16 {
+        qs[j] = (q[j] & 0x0F) | ((q[j + 16] & 0x0F) << 4);
+        high |= (((q[j] & 0x10) >> 4) as u32) << j;
+        high |= (((q[j + 16] & 0x10) >> 4) as u32) << (j + 16);
+    }
+    qh.copy_from_slice(&high.to_le_bytes());
+}
+
+/// Q5_0: `d = max / -16`; `q = min(31, trunc(x/d + 16.5))`.
+fn q5_0(x: &[f32], out: &mut [u8]) {
+    let (max, _) = signed_absmax(x);
+    let d = max / -16.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    put_f16(&mut out[0..2], d);
+    let mut q = [0u8; 32];
+    for (qj, &v) in q.iter_mut().zip(x) {
+        *qj = ((v * id + 16.5) as i8).min(31) as u8;
+    }
+    let (qh, qs) = out[2..].split_at_mut(4);
+    pack_five_bit(&q, qh, qs);
+}
+
+/// Q5_1: `d = (max - min) / 31`, `m = min`; `q = trunc((x - min)/d + 0.5)`.
+fn q5_1(x: &[f32], out: &mut [u8]) {
+    let (min, max) = min_max(x);
+    let d = (max - min) / 31.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    put_f16(&mut out[0..2], d);
+    put_f16(&mut out[2..4], min);
+    let mut q = [0u8; 32];
+    for (qj, &v) in q.iter_mut().zip(x) {
+        *qj = ((v - min) * id + 0.5) as u8;
+    }
+    let (qh, qs) = out[4..].split_at_mut(4);
+    pack_five_bit(&q, qh, qs);
+}
+
+/// Q8_0: `d = amax / 127`; `q = roundf(x/d)` (half away from zero).
+fn q8_0(x: &[f32], out: &mut [u8]) {
+    let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    put_f16(&mut out[0..2], d);
+    for (o, &v) in out[2..].iter_mut().zip(x) {
+        *o = (v * id).round() as i8 as u8;
+    }
+}
+
+/// ggml's `GROUP_MAX_EPS`: a group whose largest magnitude is below it quantizes to zeros.
+const GROUP_MAX_EPS: f32 = 1e-15;
+
+/// ggml's `make_qkx2_quants`: the scale and (negated) minimum of an asymmetric `0..=nmax` quantization of `x`
+/// with weights `w`, searched over `nstep + 1` trial scales; `l` receives the levels.
+#[allow(clippy::too_many_arguments)] // the signature of ggml's function, kept for auditing against it
+fn make_qkx2_quants(
+    nmax: i32,
+    x: &[f32],
+    w: &[f32],
+    l: &mut [u8],
+    rmin: f32,
+    rdelta: f32,
+    nstep: i32,
+) -> (f32, f32) {
+    let n = x.len();
+    let (mut min, mut max) = (x[0], x[0]);
+    let mut sum_w = w[0];
+    let mut sum_x = sum_w * x[0];
+    for i in 1..n {
+        if x[i] < min {
+            min = x[i];
+        }
+        if x[i] > max {
+            max = x[i];
+        }
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if min > 0.0 {
+        min = 0.0;
+    }
+    if max == min {
+        l.fill(0);
+        return (0.0, -min);
+    }
+    let mut iscale = nmax as f32 / (max - min);
+    let mut scale = 1.0 / iscale;
+    let mut best_error = 0.0f32;
+    for i in 0..n {
+        let q = nearest_int(iscale * (x[i] - min)).clamp(0, nmax);
+        l[i] = q as u8;
+        let diff = scale * l[i] as f32 + min - x[i];
+        best_error += w[i] * (diff * diff);
+    }
+    let mut aux = [0u8; 32];
+    for is in 0..=nstep {
+        iscale = (rmin + rdelta * is as f32 + nmax as f32) / (max - min);
+        let (mut sum_l, mut sum_l2, mut sum_xl) = (0.0f32, 0.0f32, 0.0f32);
+        for i in 0..n {
+            let q = nearest_int(iscale * (x[i] - min)).clamp(0, nmax);
+            aux[i] = q as u8;
+            let lf = q as f32;
+            sum_l += w[i] * lf;
+            sum_l2 += w[i] * lf * lf;
+            sum_xl += w[i] * lf * x[i];
+        }
+        let det = sum_w * sum_l2 - sum_l * sum_l;
+        if det > 0.0 {
+            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+            if this_min > 0.0 {
+                this_min = 0.0;
+                this_scale = sum_xl / sum_l2;
+            }
+            let mut cur_error = 0.0f32;
+            for i in 0..n {
+                let diff = this_scale * aux[i] as f32 + this_min - x[i];
+                cur_error += w[i] * (diff * diff);
+            }
+            if cur_error < best_error {
+                l[..n].copy_from_slice(&aux[..n]);
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    (scale, -min)
+}
+
+/// Q4_K: 8 groups of 32 with 6-bit scales and minimums under f16 super-scales `d`, `dmin`.
+fn q4_k(x: &[f32], out: &mut [u8]) {
+    let mut levels = [0u8; QK_K];
+    let (mut scales, mut mins) = ([0.0f32; 8], [0.0f32; 8]);
+    let (mut max_scale, mut max_min) = (0.0f32, 0.0f32);
+    for j in 0..8 {
+        let group = &x[32 * j..32 * j + 32];
+        let mut sum_x2 = 0.0f32;
+        for &v in group {
+            sum_x2 += v * v;
+        }
+        let av_x = (sum_x2 / 32.0).sqrt();
+        let mut weights = [0.0f32; 32];
+        for (w, &v) in weights.iter_mut().zip(group) {
+            *w = av_x + v.abs();
+        }
+        let (scale, min) = make_qkx2_quants(
+            15,
+            group,
+            &weights,
+            &mut levels[32 * j..32 * j + 32],
+            -1.0,
+            0.1,
+            20,
+        );
+        (scales[j], mins[j]) = (scale, min);
+        max_scale = max_scale.max_ggml(scale);
+        max_min = max_min.max_ggml(min);
+    }
+    let inv_scale = if max_scale > 0.0 { 63.0 / max_scale } else { 0.0 };
+    let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+    let mut packed = [0u8; 12];
+    for j in 0..8 {
+        let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
+        let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
+        if j < 4 {
+            packed[j] = ls;
+            packed[j + 4] = lm;
+        } else {
+            packed[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+            packed[j - 4] |= (ls >> 4) << 6;
+            packed[j] |= (lm >> 4) << 6;
+        }
+    }
+    let (d, dmin) = (max_scale / 63.0, max_min / 63.0);
+    put_f16(&mut out[0..2], d);
+    put_f16(&mut out[2..4], dmin);
+    out[4..16].copy_from_slice(&packed);
+    let (d, dmin) = (via_f16(d), via_f16(dmin));
+    let (sc, mn) = super::kquants::scale_min_k4(&packed);
+    for j in 0..8 {
+        let dj = d * sc[j] as f32;
+        if dj == 0.0 {
+            continue;
+        }
+        let dm = dmin * mn[j] as f32;
+        for i in 0..32 {
+            levels[32 * j + i] = nearest_int((x[32 * j + i] + dm) / dj).clamp(0, 15) as u8;
+        }
+    }
+    let qs = &mut out[16..];
+    for (chunk, q) in levels.chunks_exact(64).zip(qs.chunks_exact_mut(32)) {
+        for l in 0..32 {
+            q[l] = chunk[l] | (chunk[l + 32] << 4);
+        }
+    }
+}
+
+/// ggml's `make_qx_quants` with `rmse_type = 1` and no importance weights (weights `x²`): a symmetric
+/// quantization of `x` to `-nmax..nmax-1`, searched over 18 trial scales; `l` receives the levels plus `nmax`.
+fn make_qx_quants(nmax: i32, x: &[f32], l: &mut [i8]) -> f32 {
+    let (max, amax) = signed_absmax(x);
+    if amax < GROUP_MAX_EPS {
+        l.fill(0);
+        return 0.0;
+    }
+    let level = |iscale: f32, v: f32| nearest_int(iscale * v).clamp(-nmax, nmax - 1);
+    let mut iscale = -(nmax as f32) / max;
+    let (mut sumlx, mut suml2) = (0.0f32, 0.0f32);
+    for (li, &v) in l.iter_mut().zip(x) {
+        let q = level(iscale, v);
+        *li = (q + nmax) as i8;
+        let w = v * v;
+        sumlx += w * v * q as f32;
+        suml2 += w * q as f32 * q as f32;
+    }
+    let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
+    let mut best = scale * sumlx;
+    for is in -9i32..=9 {
+        if is == 0 {
+            continue;
+        }
+        iscale = -(nmax as f32 + 0.1 * is as f32) / max;
+        let (mut sumlx, mut suml2) = (0.0f32, 0.0f32);
+        for &v in x {
+            let q = level(iscale, v);
+            let w = v * v;
+            sumlx += w * v * q as f32;
+            suml2 += w * q as f32 * q as f32;
+        }
+        if suml2 > 0.0 && sumlx * sumlx > best * suml2 {
+            for (li, &v) in l.iter_mut().zip(x) {
+                *li = (level(iscale, v) + nmax) as i8;
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    scale
+}
+
+/// Q6_K: 16 groups of 16 with signed 8-bit scales under one f16 super-scale `d`; 6-bit levels.
+fn q6_k(x: &[f32], out: &mut [u8]) {
+    let mut levels = [0i8; QK_K];
+    let mut scales = [0.0f32; 16];
+    let (mut max_scale, mut max_abs_scale) = (0.0f32, 0.0f32);
+    for ib in 0..16 {
+        let scale = make_qx_quants(32, &x[16 * ib..16 * ib + 16], &mut levels[16 * ib..16 * ib + 16]);
+        scales[ib] = scale;
+        if scale.abs() > max_abs_scale {
+            max_abs_scale = scale.abs();
+            max_scale = scale;
+        }
+    }
+    // Layout: ql [128], qh [64], scales [16] (i8), d (f16).
+    if max_abs_scale < GROUP_MAX_EPS {
+        out.fill(0);
+        return;
+    }
+    let iscale = -128.0 / max_scale;
+    put_f16(&mut out[208..210], 1.0 / iscale);
+    let d = via_f16(1.0 / iscale);
+    for ib in 0..16 {
+        out[192 + ib] = nearest_int(iscale * scales[ib]).min(127) as i8 as u8;
+    }
+    for j in 0..16 {
+        let dj = d * (out[192 + j] as i8) as f32;
+        if dj == 0.0 {
+            continue;
+        }
+        for i in 0..16 {
+            levels[16 * j + i] = (nearest_int(x[16 * j + i] / dj).clamp(-32, 31) + 32) as i8;
+        }
+    }
+    let (ql, rest) = out.split_at_mut(128);
+    let qh = &mut rest[..64];
+    for (half, (ql, qh)) in ql.chunks_exact_mut(64).zip(qh.chunks_exact_mut(32)).enumerate() {
+        let lv = &levels[128 * half..128 * half + 128];
+        for l in 0..32 {
+            let q = |k: usize| lv[l + 32 * k] as u8;
+            ql[l] = (q(0) & 0xF) | ((q(2) & 0xF) << 4);
+            ql[l + 32] = (q(1) & 0xF) | ((q(3) & 0xF) << 4);
+            qh[l] = (q(0) >> 4) | ((q(1) >> 4) << 2) | ((q(2) >> 4) << 4) | ((q(3) >> 4) << 6);
+        }
+    }
+}
+
+/// `if v > self { v } else { self }`, ggml's running maximum (unlike `f32::max`, it keeps `self` for NaN).
+trait GgmlMax {
+    fn max_ggml(self, v: f32) -> f32;
+}
+
+impl GgmlMax for f32 {
+    fn max_ggml(self, v: f32) -> f32 {
+        if v > self {
+            v
+        } else {
+            self
+        }
+    }
+}
