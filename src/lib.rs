@@ -20,6 +20,7 @@ pub mod quant;
 pub mod report;
 pub mod rope;
 pub mod scan;
+pub mod synth;
 pub mod synthetic;
 pub mod theory;
 pub mod tokenizer;

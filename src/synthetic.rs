@@ -135,40 +135,47 @@ impl SyntheticModel {
         t
     }
 
-    /// The GGUF file as bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The metadata the file carries: the hyper-parameters the engine reads and a placeholder vocabulary.
+    pub fn metadata(&self) -> Vec<(String, Value)> {
         let a = &self.arch;
         let u = |v: usize| Value::U32(v as u32);
-        let mut w = GgufWriter::new()
-            .kv("general.architecture", Value::String(a.clone()))
-            .kv(&format!("{a}.block_count"), u(self.n_layers))
-            .kv(&format!("{a}.embedding_length"), u(self.n_embd))
-            .kv(&format!("{a}.feed_forward_length"), u(self.n_ff))
-            .kv(&format!("{a}.attention.head_count"), u(self.n_heads))
-            .kv(&format!("{a}.attention.head_count_kv"), u(self.n_kv_heads))
-            .kv(&format!("{a}.attention.key_length"), u(self.head_dim))
-            .kv(&format!("{a}.attention.value_length"), u(self.head_dim))
-            .kv(&format!("{a}.rope.dimension_count"), u(self.rope_dim))
-            .kv(&format!("{a}.rope.freq_base"), Value::F32(self.rope_base))
-            .kv(&format!("{a}.context_length"), u(self.context_length))
-            .kv(
-                &format!("{a}.attention.layer_norm_rms_epsilon"),
+        let mut m: Vec<(String, Value)> = vec![
+            ("general.architecture".into(), Value::String(a.clone())),
+            (format!("{a}.block_count"), u(self.n_layers)),
+            (format!("{a}.embedding_length"), u(self.n_embd)),
+            (format!("{a}.feed_forward_length"), u(self.n_ff)),
+            (format!("{a}.attention.head_count"), u(self.n_heads)),
+            (format!("{a}.attention.head_count_kv"), u(self.n_kv_heads)),
+            (format!("{a}.attention.key_length"), u(self.head_dim)),
+            (format!("{a}.attention.value_length"), u(self.head_dim)),
+            (format!("{a}.rope.dimension_count"), u(self.rope_dim)),
+            (format!("{a}.rope.freq_base"), Value::F32(self.rope_base)),
+            (format!("{a}.context_length"), u(self.context_length)),
+            (
+                format!("{a}.attention.layer_norm_rms_epsilon"),
                 Value::F32(1e-6),
-            )
-            .kv(
-                "tokenizer.ggml.tokens",
+            ),
+            (
+                "tokenizer.ggml.tokens".into(),
                 Value::Array(Array::String(
                     (0..self.vocab).map(|i| format!("t{i}")).collect(),
                 )),
-            );
+            ),
+        ];
         if let Some(sw) = self.sliding_window {
-            w = w.kv(&format!("{a}.attention.sliding_window"), Value::U32(sw));
+            m.push((format!("{a}.attention.sliding_window"), Value::U32(sw)));
         }
         if let Some((attn, fin)) = self.softcaps {
-            w = w
-                .kv(&format!("{a}.attn_logit_softcapping"), Value::F32(attn))
-                .kv(&format!("{a}.final_logit_softcapping"), Value::F32(fin));
+            m.push((format!("{a}.attn_logit_softcapping"), Value::F32(attn)));
+            m.push((format!("{a}.final_logit_softcapping"), Value::F32(fin)));
         }
+        m
+    }
+
+    /// The GGUF file as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = GgufWriter::new();
+        w.metadata = self.metadata();
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         for (name, dims, is_norm) in self.tensor_shapes() {
             let n: u64 = dims.iter().product();

@@ -30,7 +30,9 @@ fn quantized(ty: GgmlType, x: &[f32]) -> Vec<u8> {
 fn every_quantizer_matches_ggml_byte_for_byte() {
     let x = input();
     assert_eq!(x.len() % ROW_LEN, 0);
-    for name in ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "F16", "BF16"] {
+    for name in [
+        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "F16", "BF16",
+    ] {
         let ty = GgmlType::from_name(name).unwrap();
         let want = std::fs::read(common::fixture(&format!("quant/quantize_{name}.bin"))).unwrap();
         let got = quantized(ty, &x);
@@ -43,7 +45,10 @@ fn every_quantizer_matches_ggml_byte_for_byte() {
             .filter(|(_, (g, w))| g != w)
             .map(|(r, _)| r)
             .collect();
-        assert!(bad_rows.is_empty(), "{name}: rows {bad_rows:?} differ from ggml");
+        assert!(
+            bad_rows.is_empty(),
+            "{name}: rows {bad_rows:?} differ from ggml"
+        );
     }
 }
 
@@ -77,7 +82,10 @@ fn quantize_then_dequantize_stays_within_a_step() {
             worst <= fraction * amax * 1.01,
             "{name}: worst error {worst} above {fraction} of the largest magnitude {amax}"
         );
-        assert!(worst > 0.0, "{name}: a lossy type reproduced its input exactly");
+        assert!(
+            worst > 0.0,
+            "{name}: a lossy type reproduced its input exactly"
+        );
     }
 }
 

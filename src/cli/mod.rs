@@ -23,6 +23,7 @@ mod reference;
 mod report;
 mod rope;
 mod scan;
+mod synth;
 mod tokenize;
 mod train;
 
@@ -51,6 +52,8 @@ enum Command {
     Scan(scan::Args),
     /// Print the token ids a model's own tokenizer gives a text.
     Tokenize(tokenize::Args),
+    /// Write a random-weight GGUF with the header of a real file or of a named shape (llama-3.1-8b, ...).
+    Synth(synth::Args),
     /// Time model load and the forward pass (full capture by default) and print the times as JSON.
     BenchForward(bench_forward::Args),
     /// Train small RoPE attention models on the CPU (slash-dominant heads, canonical tasks under gating).
@@ -130,6 +133,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Tokenize(args) => tokenize::run(args),
+        Command::Synth(args) => synth::run(args),
         Command::Train(args) => train::run(args),
         Command::Report(args) => report::run(args),
         Command::Figures(args) => figures::run(args),

@@ -17,4 +17,4 @@ pub use file::{
 };
 pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE};
 pub use value::{type_id, Array, Value};
-pub use writer::{GgufWriter, TensorSpec};
+pub use writer::{encode_header, DirectoryEntry, GgufWriter, TensorSpec};

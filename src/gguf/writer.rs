@@ -1,4 +1,5 @@
-//! A small GGUF writer: builds synthetic models for tests and the malformed files the reader must reject.
+//! A small GGUF writer: builds synthetic models for tests and the malformed files the reader must reject, and
+//! encodes the header that `synth` streams its tensor data after.
 
 use super::file::{DEFAULT_ALIGNMENT, MAGIC};
 use super::value::{Array, Value};
@@ -77,39 +78,77 @@ impl GgufWriter {
     /// Serialises the file: header, metadata, tensor directory, padding, aligned tensor data.
     pub fn to_bytes(&self) -> Vec<u8> {
         let align = self.alignment();
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&self.version.to_le_bytes());
-        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
-        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
-        for (k, v) in &self.metadata {
-            put_str(&mut out, k);
-            out.extend_from_slice(&v.type_id().to_le_bytes());
-            put_value(&mut out, v);
-        }
-        let mut offset = 0u64;
-        let mut offsets = Vec::with_capacity(self.tensors.len());
-        for t in &self.tensors {
-            offsets.push(offset);
-            offset = (offset + t.data.len() as u64).div_ceil(align) * align;
-        }
-        for (t, off) in self.tensors.iter().zip(&offsets) {
-            put_str(&mut out, &t.name);
-            out.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
-            for d in &t.dims {
-                out.extend_from_slice(&d.to_le_bytes());
-            }
-            out.extend_from_slice(&t.ty.id().to_le_bytes());
-            out.extend_from_slice(&off.to_le_bytes());
-        }
-        let data_start = (out.len() as u64).div_ceil(align) * align;
-        out.resize(data_start as usize, 0);
+        let entries: Vec<DirectoryEntry> = self
+            .tensors
+            .iter()
+            .map(|t| DirectoryEntry {
+                name: &t.name,
+                dims: &t.dims,
+                ty: t.ty,
+                n_bytes: t.data.len() as u64,
+            })
+            .collect();
+        let (mut out, offsets) = encode_header(self.version, &self.metadata, &entries, align);
+        let data_start = out.len() as u64;
         for (t, off) in self.tensors.iter().zip(&offsets) {
             out.resize((data_start + off) as usize, 0);
             out.extend_from_slice(&t.data);
         }
         out
     }
+}
+
+/// A tensor directory entry to be written: the tensor's name, ggml dims, type and the bytes of its data.
+#[derive(Clone, Copy, Debug)]
+pub struct DirectoryEntry<'a> {
+    /// Tensor name.
+    pub name: &'a str,
+    /// Shape in ggml order.
+    pub dims: &'a [u64],
+    /// Storage type.
+    pub ty: GgmlType,
+    /// Bytes of data.
+    pub n_bytes: u64,
+}
+
+/// Encodes everything before the tensor data: magic, version, counts, metadata and the tensor directory, padded
+/// with zeros to the first multiple of `alignment`, where the data section starts. Returns those bytes and each
+/// tensor's offset in the data section (tensors in the given order, each starting at a multiple of
+/// `alignment`), so that a writer can stream the data after them.
+pub fn encode_header(
+    version: u32,
+    metadata: &[(String, Value)],
+    tensors: &[DirectoryEntry],
+    alignment: u64,
+) -> (Vec<u8>, Vec<u64>) {
+    let mut out = Vec::new();
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(metadata.len() as u64).to_le_bytes());
+    for (k, v) in metadata {
+        put_str(&mut out, k);
+        out.extend_from_slice(&v.type_id().to_le_bytes());
+        put_value(&mut out, v);
+    }
+    let mut offset = 0u64;
+    let mut offsets = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        offsets.push(offset);
+        offset = (offset + t.n_bytes).div_ceil(alignment) * alignment;
+    }
+    for (t, off) in tensors.iter().zip(&offsets) {
+        put_str(&mut out, t.name);
+        out.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
+        for d in t.dims {
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        out.extend_from_slice(&t.ty.id().to_le_bytes());
+        out.extend_from_slice(&off.to_le_bytes());
+    }
+    let data_start = (out.len() as u64).div_ceil(alignment) * alignment;
+    out.resize(data_start as usize, 0);
+    (out, offsets)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {

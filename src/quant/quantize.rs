@@ -291,7 +291,11 @@ fn q4_k(x: &[f32], out: &mut [u8]) {
         max_scale = max_scale.max_ggml(scale);
         max_min = max_min.max_ggml(min);
     }
-    let inv_scale = if max_scale > 0.0 { 63.0 / max_scale } else { 0.0 };
+    let inv_scale = if max_scale > 0.0 {
+        63.0 / max_scale
+    } else {
+        0.0
+    };
     let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
     let mut packed = [0u8; 12];
     for j in 0..8 {
@@ -379,7 +383,11 @@ fn q6_k(x: &[f32], out: &mut [u8]) {
     let mut scales = [0.0f32; 16];
     let (mut max_scale, mut max_abs_scale) = (0.0f32, 0.0f32);
     for ib in 0..16 {
-        let scale = make_qx_quants(32, &x[16 * ib..16 * ib + 16], &mut levels[16 * ib..16 * ib + 16]);
+        let scale = make_qx_quants(
+            32,
+            &x[16 * ib..16 * ib + 16],
+            &mut levels[16 * ib..16 * ib + 16],
+        );
         scales[ib] = scale;
         if scale.abs() > max_abs_scale {
             max_abs_scale = scale.abs();
@@ -408,7 +416,11 @@ fn q6_k(x: &[f32], out: &mut [u8]) {
     }
     let (ql, rest) = out.split_at_mut(128);
     let qh = &mut rest[..64];
-    for (half, (ql, qh)) in ql.chunks_exact_mut(64).zip(qh.chunks_exact_mut(32)).enumerate() {
+    for (half, (ql, qh)) in ql
+        .chunks_exact_mut(64)
+        .zip(qh.chunks_exact_mut(32))
+        .enumerate()
+    {
         let lv = &levels[128 * half..128 * half + 128];
         for l in 0..32 {
             let q = |k: usize| lv[l + 32 * k] as u8;

@@ -146,7 +146,7 @@ fn ranked_merges(meta: &Metadata, vocab: &Vocab) -> Result<HashMap<(u32, u32), (
 
 /// GPT-2's byte alphabet: printable bytes stand for themselves, the others for the characters from U+0100 on,
 /// in byte order.
-fn byte_chars() -> [char; 256] {
+pub fn byte_chars() -> [char; 256] {
     let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
     let mut chars = ['\0'; 256];
     let mut next = 0x100u32;

@@ -1,0 +1,94 @@
+//! `ropescope synth`: a random-weight GGUF file with the exact metadata, tensor directory and (with `keep`)
+//! per-tensor types of a real header, or of a built-in named shape. See [`crate::synth`].
+
+use super::OrArgument;
+use crate::gguf::GgufFile;
+use crate::quant::GgmlType;
+use crate::synth::{NamedShape, Plan, Quant, NAMED_SHAPES};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `ropescope synth`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A GGUF file whose header is copied (it may be cut inside its tensor data), or a built-in shape:
+    /// llama-3.1-8b, qwen2.5-7b, gemma-7b, gemma-2-2b, gemma-3-4b, smollm2-135m, gemma-3-270m.
+    #[arg(long)]
+    like: String,
+    /// Storage type of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K), or `keep` to
+    /// keep each tensor's type from `--like FILE`.
+    #[arg(long, default_value = "keep")]
+    quant: String,
+    /// Seed of the random weights.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The file to write (written under a temporary name and renamed when complete).
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace `--out` if it exists.
+    #[arg(long)]
+    force: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs `synth`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let quant =
+        if args.quant.eq_ignore_ascii_case("keep") {
+            Quant::Keep
+        } else {
+            Quant::All(GgmlType::from_name(&args.quant).or_argument(|| {
+                format!("--quant {}: not a ggml type name (or `keep`)", args.quant)
+            })?)
+        };
+    if args.out.exists() && !args.force {
+        refuse!("{} exists; give --force to replace it", args.out.display());
+    }
+    let plan = if let Some(shape) = NamedShape::find(&args.like) {
+        let Quant::All(ty) = quant else {
+            refuse!(
+                "--like {}: a named shape has no types to keep; give --quant TYPE",
+                args.like
+            );
+        };
+        Plan::named(shape, ty)?
+    } else if std::path::Path::new(&args.like).exists() {
+        Plan::like(&GgufFile::open_header(&args.like)?, quant)?
+    } else {
+        let names: Vec<&str> = NAMED_SHAPES.iter().map(|s| s.name).collect();
+        refuse!(
+            "--like {}: neither a file nor a built-in shape ({})",
+            args.like,
+            names.join(", ")
+        );
+    };
+    for note in &plan.notes {
+        eprintln!("note: {note}");
+    }
+    let size = plan.file_size();
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(size)
+    };
+    if let Ok(style) = ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("synth");
+    let start = Instant::now();
+    plan.write(args.seed, &args.out, &|done| bar.set_position(done))?;
+    bar.finish_and_clear();
+    eprintln!(
+        "wrote {} ({} bytes, {} tensors) in {:.1} s",
+        args.out.display(),
+        size,
+        plan.tensors.len(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
