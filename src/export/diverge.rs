@@ -147,7 +147,7 @@ fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
     };
     let pair: Option<Vec<u64>> = rows
         .as_array()
-        .map(|r| r.iter().filter_map(|v| v.as_u64()).collect());
+        .and_then(|r| r.iter().map(|v| v.as_u64()).collect());
     match pair.as_deref() {
         Some(&[a, b]) if a < b && b <= t as u64 => Ok(a as usize..b as usize),
         _ => Err(bad(&format!(
@@ -590,11 +590,17 @@ mod tests {
         let meta = dir.path().join("meta.json");
         std::fs::write(&meta, r#"{"rows": [5, 7]}"#).unwrap();
         assert_eq!(dump_rows(dir.path(), 7).unwrap(), 5..7);
-        std::fs::write(&meta, r#"{"rows": [5, 9]}"#).unwrap();
-        assert!(dump_rows(dir.path(), 7)
-            .unwrap_err()
-            .to_string()
-            .contains("not [A, B] with A < B ≤ 7"));
+        for bad in [
+            r#"{"rows": [5, 9]}"#,
+            r#"{"rows": [5, "x", 7]}"#,
+            r#"{"rows": 5}"#,
+        ] {
+            std::fs::write(&meta, bad).unwrap();
+            assert!(dump_rows(dir.path(), 7)
+                .unwrap_err()
+                .to_string()
+                .contains("not [A, B] with A < B ≤ 7"));
+        }
         std::fs::write(&meta, "{").unwrap();
         assert!(matches!(dump_rows(dir.path(), 7), Err(Error::BadData(_))));
     }
