@@ -547,6 +547,7 @@ impl Capture<f64> for Checker {
             attention: true,
             full_rows: false,
             output: true,
+            residual: false,
         }
     }
     fn begin_head(&self, _info: &HeadInfo) -> CheckHead {

@@ -28,13 +28,16 @@ pub struct HeadRecord<T> {
     pub output: Vec<T>,
 }
 
-/// Collects whole heads for a set of layers, keeping attention rows `rows` over all `T` keys.
+/// Collects whole heads and the residual stream after each of a set of layers, keeping attention rows `rows`
+/// over all `T` keys.
 #[derive(Clone, Debug)]
 pub struct CollectSink<T> {
     layers: Vec<usize>,
     rows: Range<usize>,
     /// Records of every captured head, ordered by layer then head.
     pub records: Vec<HeadRecord<T>>,
+    /// `(layer, [T, n_embd] residual stream after it)` for every captured layer, in layer order.
+    pub residuals: Vec<(usize, Vec<T>)>,
 }
 
 impl<T: Real> CollectSink<T> {
@@ -44,6 +47,7 @@ impl<T: Real> CollectSink<T> {
             layers,
             rows,
             records: Vec::new(),
+            residuals: Vec::new(),
         }
     }
 
@@ -54,6 +58,14 @@ impl<T: Real> CollectSink<T> {
                 .as_ref()
                 .is_some_and(|i| i.layer == layer && i.head == head)
         })
+    }
+
+    /// The residual stream `[T, n_embd]` after `layer`, if captured.
+    pub fn residual_of(&self, layer: usize) -> Option<&[T]> {
+        self.residuals
+            .iter()
+            .find(|(l, _)| *l == layer)
+            .map(|(_, x)| x.as_slice())
     }
 }
 
@@ -102,6 +114,7 @@ impl<T: Real> Capture<T> for CollectSink<T> {
             attention: on,
             full_rows: on,
             output: on,
+            residual: on,
         }
     }
 
@@ -122,5 +135,9 @@ impl<T: Real> Capture<T> for CollectSink<T> {
 
     fn end_head(&mut self, _info: &HeadInfo, head: CollectHead<T>) {
         self.records.push(head.record);
+    }
+
+    fn residual(&mut self, layer: usize, stream: &[T]) {
+        self.residuals.push((layer, stream.to_vec()));
     }
 }

@@ -51,6 +51,7 @@ impl<T: Real, A: Capture<T>, B: Capture<T>> Capture<T> for (A, B) {
             attention: a.attention || b.attention,
             full_rows: a.full_rows || b.full_rows,
             output: a.output || b.output,
+            residual: a.residual || b.residual,
         }
     }
 
@@ -68,6 +69,15 @@ impl<T: Real, A: Capture<T>, B: Capture<T>> Capture<T> for (A, B) {
         }
         if let Some((b, _)) = head.b {
             self.1.end_head(info, b);
+        }
+    }
+
+    fn residual(&mut self, layer: usize, stream: &[T]) {
+        if self.0.plan(layer).residual {
+            self.0.residual(layer, stream);
+        }
+        if self.1.plan(layer).residual {
+            self.1.residual(layer, stream);
         }
     }
 }
@@ -104,6 +114,7 @@ mod tests {
                 attention: on,
                 full_rows: false,
                 output: false,
+                residual: false,
             }
         }
         fn begin_head(&self, _: &HeadInfo) -> CounterHead {

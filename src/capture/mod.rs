@@ -5,7 +5,8 @@
 //! vectors once ([`HeadVectors`]: pre- and post-RoPE q and k, v) and its attention one block of query rows at a
 //! time ([`AttentionBlock`]: logits and probabilities), then its output, and hands it back
 //! ([`Capture::end_head`]). Heads run in parallel, each `HeadCapture` on one thread; `end_head` is called in
-//! head order, so reductions are deterministic. An analysis that reduces per block never holds a T × T
+//! head order, so reductions are deterministic. After a layer, a capture whose plan asks for it receives the
+//! residual stream the layer leaves ([`Capture::residual`]). An analysis that reduces per block never holds a T × T
 //! matrix; [`CollectSink`] keeps everything for small cases. A pair `(a, b)` of captures is a capture, so
 //! several analyses share one forward pass.
 
@@ -31,10 +32,12 @@ pub struct LayerPlan {
     pub full_rows: bool,
     /// Call [`HeadCapture::output`] with the head's output (attention-weighted values).
     pub output: bool,
+    /// Call [`Capture::residual`] with the residual stream after the layer (no head is opened for it).
+    pub residual: bool,
 }
 
 impl LayerPlan {
-    /// Whether anything is captured.
+    /// Whether anything is captured per head (vectors, attention or output), so that heads must be opened.
     pub fn any(&self) -> bool {
         self.vectors || self.attention || self.output
     }
@@ -189,6 +192,9 @@ pub trait Capture<T: Real>: Sync {
     fn begin_head(&self, info: &HeadInfo) -> Self::Head;
     /// Takes a finished head back; called in head order.
     fn end_head(&mut self, info: &HeadInfo, head: Self::Head);
+    /// The residual stream `[T, n_embd]` (row-major) after `layer`, its attention and feed-forward blocks added
+    /// (only when the plan asks for it).
+    fn residual(&mut self, _layer: usize, _stream: &[T]) {}
 }
 
 /// Captures nothing: the plain forward pass.

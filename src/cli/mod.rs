@@ -15,6 +15,7 @@ macro_rules! refuse {
 mod args;
 mod bench_forward;
 mod compare;
+mod diverge;
 mod figures;
 mod inspect;
 mod minference;
@@ -48,6 +49,8 @@ enum Command {
     Rope(rope::Args),
     /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
     Compare(compare::Args),
+    /// Compare another engine's per-layer tensors with the float64 pass and name the first that diverges.
+    Diverge(diverge::Args),
     /// Scan every head: slash scores on natural and random prompts, rank, Fourier, frequency usage, cone, labels.
     Scan(scan::Args),
     /// Print the token ids a model's own tokenizer gives a text.
@@ -131,6 +134,7 @@ pub fn main() -> ExitCode {
         Command::Reference(args) => reference::run(args),
         Command::Rope(args) => rope::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Diverge(args) => diverge::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Tokenize(args) => tokenize::run(args),
         Command::Synth(args) => synth::run(args),

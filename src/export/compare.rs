@@ -27,22 +27,42 @@ pub fn kind_of(file: &str) -> &str {
     }
 }
 
-/// Default tolerances: the f32 engine's bars against an f64 reference (logits and vectors NMSE ≤ 1e-10,
-/// attention probabilities max-abs ≤ 1e-5); token ids must be equal.
+/// Default NMSE bound of logits, attention logits, q, k, v, head outputs and the residual stream: the f32
+/// engine's bar against an f64 reference in the fidelity tests.
+pub const DEFAULT_VECTOR_NMSE: f64 = 1e-10;
+
+/// Default max-abs bound of attention probabilities: the f32 engine's bar against an f64 reference in the
+/// fidelity tests.
+pub const DEFAULT_ATTN_MAX_ABS: f64 = 1e-5;
+
+/// The quantities held to [`DEFAULT_VECTOR_NMSE`] by default.
+const NMSE_KINDS: [&str; 9] = [
+    "logits", "scores", "q_pre", "k_pre", "q", "k", "v", "out", "hidden",
+];
+
+impl Tolerance {
+    /// Whether `nmse` and `max_abs` are within every bound that is set.
+    pub fn holds(&self, nmse: f64, max_abs: f64) -> bool {
+        self.nmse.is_none_or(|n| nmse <= n) && self.max_abs.is_none_or(|m| max_abs <= m)
+    }
+}
+
+/// Default tolerances: NMSE ≤ [`DEFAULT_VECTOR_NMSE`] for logits and vectors, max-abs ≤
+/// [`DEFAULT_ATTN_MAX_ABS`] for attention probabilities; token ids must be equal.
 pub fn default_tolerances() -> BTreeMap<String, Tolerance> {
     let nmse = Tolerance {
-        nmse: Some(1e-10),
+        nmse: Some(DEFAULT_VECTOR_NMSE),
         max_abs: None,
     };
     let mut t = BTreeMap::new();
-    for k in ["logits", "scores", "q_pre", "k_pre", "q", "k", "v", "out"] {
+    for k in NMSE_KINDS {
         t.insert(k.to_string(), nmse);
     }
     t.insert(
         "attn".into(),
         Tolerance {
             nmse: None,
-            max_abs: Some(1e-5),
+            max_abs: Some(DEFAULT_ATTN_MAX_ABS),
         },
     );
     t.insert(
@@ -143,9 +163,7 @@ pub fn compare_dirs(
         }
         let (nmse, max_abs, max_ref) = errors(&x.to_f64(), &y.to_f64());
         // An array of a kind without a tolerance cannot pass: nothing says what agreement it needs.
-        let pass = tolerance.is_some_and(|t| {
-            t.nmse.is_none_or(|n| nmse <= n) && t.max_abs.is_none_or(|m| max_abs <= m)
-        });
+        let pass = tolerance.is_some_and(|t| t.holds(nmse, max_abs));
         out.push(Comparison {
             file: file.clone(),
             shape: format!("{:?}", x.shape),

@@ -1,7 +1,9 @@
-//! Writing results: atomic files, NumPy `.npy` arrays, and the golden-reference directory format.
+//! Writing results: atomic files, NumPy `.npy` arrays, the golden-reference directory format, and comparisons
+//! against it.
 
 pub mod atomic;
 pub mod compare;
+pub mod diverge;
 pub mod npy;
 pub mod reference;
 pub mod rope_tables;

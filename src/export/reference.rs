@@ -43,14 +43,14 @@ pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
 }
 
 /// Memory the captured results of `req` take over `t` tokens: per captured layer and head the probabilities and
-/// logits of the rows, q and k before and after RoPE, the values and the head output, and the logits of the rows,
-/// plus one layer's arrays again while they are stacked for writing.
+/// logits of the rows, q and k before and after RoPE, the values and the head output, per captured layer the
+/// residual stream, and the logits of the rows, plus one layer's arrays again while they are stacked for writing.
 fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) -> u64 {
     let c = &model.config;
     let (r, d, dv) = (req.rows.len() as u64, c.head_dim as u64, c.value_dim as u64);
     let t = t as u64;
     let per_head = 2 * r * t + 5 * t * d + 2 * t * dv;
-    let per_layer = c.n_heads as u64 * per_head;
+    let per_layer = c.n_heads as u64 * per_head + t * c.n_embd as u64;
     let layers = req.layers.len() as u64 + 1;
     let elements = layers
         .saturating_mul(per_layer)
@@ -58,11 +58,13 @@ fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) ->
     elements.saturating_mul(std::mem::size_of::<T>() as u64)
 }
 
-/// The quantities of one captured layer, in the order the reference directory lists them: attention
-/// probabilities and logits `[heads, rows, T]`, q before and after RoPE `[heads, T, d]`, k before and after RoPE
-/// `[kv_heads, T, d]`, values `[kv_heads, T, d_v]` and head outputs `[heads, T, d_v]`. A layer's file is
-/// `{kind}_L{layer}.npy`.
-pub const LAYER_KINDS: [&str; 8] = ["attn", "scores", "q_pre", "q", "k_pre", "k", "v", "out"];
+/// The quantities of one captured layer, in the order the forward pass computes them: the projections (q and k
+/// before RoPE `[heads, T, d]` and `[kv_heads, T, d]`, values `[kv_heads, T, d_v]`), q and k after RoPE,
+/// attention logits and probabilities `[heads, rows, T]`, head outputs `[heads, T, d_v]`, and the residual
+/// stream after the layer `[T, n_embd]`. A layer's file is `{kind}_L{layer}.npy`.
+pub const LAYER_KINDS: [&str; 9] = [
+    "q_pre", "k_pre", "v", "q", "k", "scores", "attn", "out", "hidden",
+];
 
 /// One array of a reference: its file stem (`attn_L5`, `logits`), shape and values (row-major).
 #[derive(Clone, Debug)]
@@ -170,6 +172,10 @@ pub fn compute_reference<T: Real>(
         };
         for &kind in &layer_kinds {
             let (shape, data) = match kind {
+                "hidden" => (
+                    vec![t, c.n_embd],
+                    sink.residual_of(l).unwrap_or_default().to_vec(),
+                ),
                 "attn" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.probs)),
                 "scores" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.logits)),
                 "q_pre" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q_pre)),

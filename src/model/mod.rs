@@ -282,6 +282,9 @@ impl<T: Real> Model<T> {
             });
         }
         time(Step::Activation, || add_into(x, &f));
+        if plan.residual {
+            capture.residual(l, x);
+        }
     }
 
     /// Final norm, output head and soft-capping for `n` rows of the residual stream.

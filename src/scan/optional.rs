@@ -39,4 +39,10 @@ impl<T: Real, C: Capture<T>> Capture<T> for Option<C> {
             c.end_head(info, h);
         }
     }
+
+    fn residual(&mut self, layer: usize, stream: &[T]) {
+        if let Some(c) = self {
+            c.residual(layer, stream);
+        }
+    }
 }

@@ -1,0 +1,124 @@
+//! `ropescope diverge`: where another engine's per-layer tensors first leave ropescope's float64 pass.
+
+use super::reference::read_ids;
+use crate::export::compare::{apply_override, default_tolerances};
+use crate::export::diverge::{describe, diverge, DivergeReport};
+use crate::export::write_json;
+use crate::gguf::GgufFile;
+use crate::model::Model;
+use crate::Error;
+use std::path::PathBuf;
+
+/// Arguments of `ropescope diverge`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The GGUF model file.
+    model: PathBuf,
+    /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers (such as the dump's `ids.npy`).
+    #[arg(long)]
+    ids: String,
+    /// The other engine's dump: a directory in the reference layout (`{kind}_L{layer}.npy`, `logits.npy`),
+    /// float32 or float64.
+    #[arg(long)]
+    against: PathBuf,
+    /// Tolerance override `KIND=nmse:X` or `KIND=max_abs:X` (KIND: q_pre, k_pre, v, q, k, scores, attn, out,
+    /// hidden, logits); repeatable. Defaults: NMSE ≤ 1e-10, attn max-abs ≤ 1e-5.
+    #[arg(long = "tol", visible_alias = "tolerance")]
+    tol: Vec<String>,
+    /// Also write the report as JSON to this file (`-`: standard output, instead of the table).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// `h0 1.2e-15  h1 3.4e-15  ...`: one value per head.
+fn per_head(values: impl Iterator<Item = f64>) -> String {
+    values
+        .enumerate()
+        .map(|(h, v)| format!("h{h} {v:.1e}"))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+/// The report as a table in computation order, per-head lines under each tensor with heads, the files
+/// skipped, and the verdict.
+fn print_table(report: &DivergeReport, against: &std::path::Path) {
+    println!(
+        "ropescope float64 against {}: {} tokens, layers {}",
+        against.display(),
+        report.n_tokens,
+        report
+            .layers
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "{:<16} {:<14} {:>10} {:>10} {:>10}  {:<16} {:<24} result",
+        "tensor", "shape", "nmse", "max_abs", "max_ref", "worst (h,row,col)", "tolerance"
+    );
+    for (i, t) in report.tensors.iter().enumerate() {
+        let w = &t.worst;
+        let at = match w.head {
+            Some(h) => format!("{h},{},{}", w.row, w.col),
+            None => format!("-,{},{}", w.row, w.col),
+        };
+        let result = match (t.crosses, report.first == Some(i)) {
+            (false, _) => "ok",
+            (true, true) => "OVER  <- first divergence",
+            (true, false) => "OVER",
+        };
+        println!(
+            "{:<16} {:<14} {:>10.3e} {:>10.3e} {:>10.3e}  {:<16} {:<24} {result}",
+            t.file.trim_end_matches(".npy"),
+            format!("{:?}", t.shape),
+            t.nmse,
+            t.max_abs,
+            t.max_ref,
+            at,
+            describe(&t.tolerance),
+        );
+        if !t.heads.is_empty() {
+            println!("    nmse    {}", per_head(t.heads.iter().map(|h| h.nmse)));
+            println!(
+                "    max_abs {}",
+                per_head(t.heads.iter().map(|h| h.max_abs))
+            );
+        }
+    }
+    if !report.missing.is_empty() {
+        println!("not in the dump (skipped): {}", report.missing.join(", "));
+    }
+    if !report.ignored.is_empty() {
+        println!("not of the layout (ignored): {}", report.ignored.join(", "));
+    }
+    println!("{}", report.verdict);
+}
+
+/// Runs `diverge`: loads the model in float64, compares the dump with its pass, prints the table (and writes
+/// the JSON), and fails with [`Error::Mismatch`] when a tensor is over its tolerance.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut tols = default_tolerances();
+    for spec in &args.tol {
+        apply_override(&mut tols, spec)?;
+    }
+    let ids = read_ids(&args.ids)?;
+    let file = GgufFile::open(&args.model)?;
+    let model = Model::<f64>::load(&file)?;
+    let report = diverge(&model, &ids, &args.against, &tols)?;
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => {
+            println!("{}", serde_json::to_string_pretty(&report)?)
+        }
+        Some(p) => {
+            write_json(p, &report)?;
+            print_table(&report, &args.against);
+        }
+        None => print_table(&report, &args.against),
+    }
+    if report.pass {
+        Ok(())
+    } else {
+        Err(Error::Mismatch(report.verdict).into())
+    }
+}
