@@ -15,6 +15,7 @@ kind        shape                  what
 ``k``       ``[G, T, d]``          keys after RoPE
 ``v``       ``[G, T, d_v]``        values
 ``out``     ``[H, T, d_v]``        head outputs ``sum_j p_ij v_j``
+``hidden``  ``[T, n_embd]``        the residual stream after the layer
 ``logits``  ``[R, vocab]``         output logits of the rows
 ==========  =====================  ================================================================
 
@@ -38,7 +39,7 @@ from ._native import reference as _reference
 __all__ = ["KINDS", "Model", "RopescopeError", "compare", "reference"]
 
 #: The per-layer quantities ``Model.forward`` can capture (``logits`` is asked for apart).
-KINDS = ("attn", "scores", "q_pre", "q", "k_pre", "k", "v", "out")
+KINDS = ("attn", "scores", "q_pre", "q", "k_pre", "k", "v", "out", "hidden")
 
 
 def _argument_error(message):

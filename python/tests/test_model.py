@@ -34,6 +34,7 @@ def test_forward_shapes_and_dtypes(model, ids):
             assert out[kind][layer].shape == (9, t, 64)
         for kind in ("k_pre", "k", "v"):
             assert out[kind][layer].shape == (3, t, 64)
+        assert out["hidden"][layer].shape == (t, 576)
     assert out["logits"].shape == (4, 49152)
     arrays = [a for kind in rs.KINDS for a in out[kind].values()] + [out["logits"]]
     assert all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays)
