@@ -12,7 +12,9 @@
 //! - the two projections that write into the residual stream (`attn_output`, `ffn_down`) are further scaled by
 //!   `r/√(2L)`, so the `2L` residual additions together add about the stream's own variance (GPT-2's
 //!   initialisation): the stream's RMS stays between `r` and about `√2 r` through the depth, and no block's
-//!   output swamps the token's embedding;
+//!   output swamps the token's embedding. Where post-norms normalise each block's output before the addition
+//!   (`post_attention_norm`, `post_ffw_norm`: Gemma 2 and 3), their weights are `r/√(2L)` instead of 1, for the
+//!   same effect;
 //! - biases are N(0, [`BIAS_STD`]²);
 //! - RoPE factor tensors (`rope_freqs.weight`, `rope_factors_*`) are not random: they are copied from the source
 //!   file, or computed for a named shape.
@@ -82,6 +84,10 @@ impl ModelScale {
 /// factors ([`is_rope_factors`]), which the caller supplies.
 pub fn fill_for(name: &str, dims: &[u64], model: ModelScale) -> Result<Fill> {
     let fan_in = dims.first().copied().unwrap_or(1).max(1) as f32;
+    let residual_share = model.stream_rms() / (2.0 * model.n_layers.max(1) as f32).sqrt();
+    if name.ends_with("post_attention_norm.weight") || name.ends_with("post_ffw_norm.weight") {
+        return Ok(Fill::Constant(residual_share));
+    }
     if name.ends_with("norm.weight") {
         return Ok(Fill::Constant(1.0));
     }
@@ -100,7 +106,7 @@ pub fn fill_for(name: &str, dims: &[u64], model: ModelScale) -> Result<Fill> {
     }
     let mut std = 1.0 / fan_in.sqrt();
     if name.ends_with("attn_output.weight") || name.ends_with("ffn_down.weight") {
-        std *= model.stream_rms() / (2.0 * model.n_layers.max(1) as f32).sqrt();
+        std *= residual_share;
     }
     Ok(Fill::Gaussian { std })
 }
