@@ -81,12 +81,7 @@ impl GgufWriter {
         let entries: Vec<DirectoryEntry> = self
             .tensors
             .iter()
-            .map(|t| DirectoryEntry {
-                name: &t.name,
-                dims: &t.dims,
-                ty: t.ty,
-                n_bytes: t.data.len() as u64,
-            })
+            .map(|t| DirectoryEntry::new(&t.name, &t.dims, t.ty, t.data.len() as u64))
             .collect();
         let (mut out, offsets) = encode_header(self.version, &self.metadata, &entries, align);
         let data_start = out.len() as u64;
@@ -109,6 +104,18 @@ pub struct DirectoryEntry<'a> {
     pub ty: GgmlType,
     /// Bytes of data.
     pub n_bytes: u64,
+}
+
+impl<'a> DirectoryEntry<'a> {
+    /// The entry of tensor `name` with dims `dims`, type `ty` and `n_bytes` of data.
+    pub fn new(name: &'a str, dims: &'a [u64], ty: GgmlType, n_bytes: u64) -> Self {
+        Self {
+            name,
+            dims,
+            ty,
+            n_bytes,
+        }
+    }
 }
 
 /// Encodes everything before the tensor data: magic, version, counts, metadata and the tensor directory, padded

@@ -272,12 +272,7 @@ impl Plan {
         let entries: Vec<DirectoryEntry> = self
             .tensors
             .iter()
-            .map(|t| DirectoryEntry {
-                name: &t.name,
-                dims: &t.dims,
-                ty: t.ty,
-                n_bytes: t.n_bytes(),
-            })
+            .map(|t| DirectoryEntry::new(&t.name, &t.dims, t.ty, t.n_bytes()))
             .collect();
         encode_header(self.version, &self.metadata, &entries, self.alignment)
     }
