@@ -4,6 +4,9 @@
 //! ([`quant`]), and implements rotary position embeddings once ([`rope`]) for the engine, the analyses and the
 //! executable checks of the theory in `theory/`.
 
+// Every public item carries a doc comment; a new one without fails `cargo clippy -- -D warnings`.
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod capture;
 pub mod cli;
