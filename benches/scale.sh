@@ -46,7 +46,8 @@ analyses=slash,intrinsic,rank,fourier,frequency,cone
 for f in "$qwen" "$llama"; do
     name="$(basename "$f" .gguf)"
     step "scan $name" "$f" "$bin" scan "$f" --out "$work/scan-$name" --count 2 --length 512 --analyses "$analyses"
-    "$bin" tokenize "$f" --text "$(head -c 4000 "$here/benches/peers/text.txt")" --json >"$work/ids.json"
+    for _ in 1 2 3 4 5; do cat "$here/benches/peers/text.txt"; done >"$work/text.txt"
+    "$bin" tokenize "$f" --file "$work/text.txt" --json >"$work/ids.json"
     python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['ids'][:512])))" \
         "$work/ids.json" >"$work/ids.txt"
     step "reference f64 $name" "$f" "$bin" reference "$f" --ids "$(cat "$work/ids.txt")" --layers 0 \
