@@ -33,8 +33,11 @@ pub fn over_seeds<T: Send>(k: u64, run: impl Fn(u64) -> T + Sync) -> Vec<T> {
 /// Runs shared by the tests of one binary: `runs(key, k, run)` trains `k` seeds once per key, however many tests
 /// ask for them (a claim and its companion evaluate different conditions on the same runs).
 pub struct SharedRuns<T> {
-    cache: Mutex<HashMap<String, Arc<OnceLock<Arc<Vec<T>>>>>>,
+    cache: Mutex<HashMap<String, Arc<RunsCell<T>>>>,
 }
+
+/// The runs of one key, filled by the first test that asks for them.
+type RunsCell<T> = OnceLock<Arc<Vec<T>>>;
 
 impl<T: Send + Sync> SharedRuns<T> {
     /// An empty cache.
