@@ -85,9 +85,13 @@ fn keep_plans_the_whole_file_from_a_truncated_header() {
     );
 }
 
+/// A small qwen2 model (biases included) whose embedding, 32 × 70000, spans three of synth's parallel chunks of
+/// about a million values, so that chunking and thread count are exercised.
 fn tiny_model(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("tiny.gguf");
-    std::fs::write(&path, SyntheticModel::new("qwen2").to_bytes()).unwrap();
+    let mut model = SyntheticModel::new("qwen2");
+    model.vocab = 70_000;
+    std::fs::write(&path, model.to_bytes()).unwrap();
     path
 }
 
