@@ -89,7 +89,8 @@ fn fallback(ty: GgmlType) -> GgmlType {
     }
 }
 
-/// llama.cpp's `general.file_type` (`LLAMA_FTYPE_MOSTLY_*`) of a file whose matrices are all `ty`.
+/// llama.cpp's `general.file_type` (`LLAMA_FTYPE_MOSTLY_*`) of a file whose matrices are all `ty` (for Q4_K,
+/// `Q4_K_S`, the mix closest to all-Q4_K).
 fn file_type(ty: GgmlType) -> Option<u32> {
     use GgmlType::*;
     Some(match ty {
