@@ -15,7 +15,7 @@ pub use shapes::{NamedShape, NAMED_SHAPES};
 
 use crate::error::{Error, Result};
 use crate::export::atomic::write_atomic;
-use crate::gguf::{encode_header, DirectoryEntry, GgufFile, Value};
+use crate::gguf::{encode_header, DirectoryEntry, GgufFile, Hparams, Value};
 use crate::quant::{can_quantize, quantize_into, GgmlType};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -112,29 +112,18 @@ impl Plan {
     /// The plan of a file with `file`'s metadata and tensor directory (which may come from a file cut inside its
     /// tensor data: only RoPE factors are read from the data, and must then be whole).
     pub fn like(file: &GgufFile, quant: Quant) -> Result<Plan> {
-        let arch = file
-            .get("general.architecture")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Error::MissingKey("general.architecture".into()))?;
-        let layers_key = format!("{arch}.block_count");
-        let n_layers = file
-            .get(&layers_key)
-            .and_then(Value::as_u64)
-            .filter(|&n| (1..=100_000).contains(&n))
-            .ok_or_else(|| Error::BadValue {
-                key: layers_key.clone(),
-                problem: "missing, or not a layer count from 1 to 100000".into(),
-            })? as usize;
-        let width_key = format!("{arch}.embedding_length");
-        let n_embd = file
-            .get(&width_key)
-            .and_then(Value::as_u64)
-            .filter(|&n| (1..=1 << 20).contains(&n))
-            .ok_or_else(|| Error::BadValue {
-                key: width_key.clone(),
-                problem: "missing, or not a width from 1 to 2^20".into(),
-            })? as usize;
-        let scale = ModelScale::new(arch, n_layers, n_embd);
+        let h = Hparams::from_gguf(file)?;
+        let arch = &h.architecture;
+        if !(1..=100_000).contains(&h.n_layers) || !(1..=1 << 20).contains(&h.n_embd) {
+            return Err(Error::BadValue {
+                key: format!("{arch}.block_count, {arch}.embedding_length"),
+                problem: format!(
+                    "{} layers of width {}: not 1 to 100000 layers of width 1 to 2^20",
+                    h.n_layers, h.n_embd
+                ),
+            });
+        }
+        let scale = ModelScale::new(arch, h.n_layers, h.n_embd);
         let mut plan = Plan {
             version: file.version(),
             metadata: file
