@@ -9,12 +9,12 @@ use crate::numeric::Real;
 /// Downsampled attention of every head for one forward pass.
 #[derive(Clone, Debug)]
 pub struct AttentionMapCapture {
-    n_layers: usize,
-    n_heads: usize,
-    max_side: usize,
-    side: usize,
+    pub(crate) n_layers: usize,
+    pub(crate) n_heads: usize,
+    pub(crate) max_side: usize,
+    pub(crate) side: usize,
     /// `[L·H, side, side]` maps, filled as heads end.
-    maps: Vec<f32>,
+    pub(crate) maps: Vec<f32>,
 }
 
 impl AttentionMapCapture {

@@ -11,7 +11,7 @@ use crate::model::Model;
 use crate::numeric::Real;
 
 /// Mean and largest angle (radians) of a set of vectors to their axis.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Spread {
     /// Mean angle.
     pub mean_angle: f64,
@@ -29,7 +29,7 @@ impl From<&ConeSpread> for Spread {
 }
 
 /// Cone spreads of sampled embeddings and of their per-head projections.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EmbeddingCone {
     /// Number of embeddings used.
     pub n_tokens: usize,

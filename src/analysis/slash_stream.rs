@@ -11,16 +11,16 @@ use crate::numeric::Real;
 /// Running slash and sink scores of every head over a prompt set.
 #[derive(Clone, Debug)]
 pub struct SlashCapture {
-    n_heads: usize,
-    delta_max: usize,
+    pub(crate) n_heads: usize,
+    pub(crate) delta_max: usize,
     /// `[L·H, Δmax+1]` sums over prompts of `SlashScore(Δ)`.
-    score_sums: Vec<f64>,
+    pub(crate) score_sums: Vec<f64>,
     /// `[L·H, Δmax+1]` number of prompts with a `Δ`-th sub-diagonal.
-    score_counts: Vec<u32>,
+    pub(crate) score_counts: Vec<u32>,
     /// `[L·H]` sums over prompts of the sink score.
-    sink_sums: Vec<f64>,
+    pub(crate) sink_sums: Vec<f64>,
     /// `[L·H]` number of prompts with at least two tokens.
-    sink_counts: Vec<u32>,
+    pub(crate) sink_counts: Vec<u32>,
 }
 
 impl SlashCapture {
@@ -51,6 +51,18 @@ impl SlashCapture {
     /// The largest `Δ` scored.
     pub fn delta_max(&self) -> usize {
         self.delta_max
+    }
+
+    /// Adds the sums of `other` (the same heads and `Δmax`, later prompts) to these. Folding the captures of
+    /// single prompts in prompt order gives, bit for bit, the capture that ran over all of them (each cell adds
+    /// the same values in the same order; cells a prompt did not reach add an exact 0).
+    pub fn absorb(&mut self, other: &SlashCapture) {
+        let add = |a: &mut [f64], b: &[f64]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        add(&mut self.score_sums, &other.score_sums);
+        add(&mut self.sink_sums, &other.sink_sums);
+        let count = |a: &mut [u32], b: &[u32]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        count(&mut self.score_counts, &other.score_counts);
+        count(&mut self.sink_counts, &other.sink_counts);
     }
 }
 

@@ -32,7 +32,7 @@ pub struct RowSums {
 }
 
 impl RowSums {
-    fn new(dim: usize, n_chunks: usize, grams: bool) -> Self {
+    pub(crate) fn new(dim: usize, n_chunks: usize, grams: bool) -> Self {
         let g = if grams { dim * dim } else { 0 };
         Self {
             count: 0,
@@ -161,9 +161,10 @@ pub struct HeadSums {
 /// Streams [`HeadSums`] of every head over a prompt set.
 #[derive(Clone, Debug)]
 pub struct VectorStatsCapture {
-    n_heads: usize,
-    grams: bool,
-    heads: Vec<Option<HeadSums>>,
+    pub(crate) n_heads: usize,
+    pub(crate) grams: bool,
+    /// `[L·H]` sums, `None` until a prompt has run.
+    pub(crate) heads: Vec<Option<HeadSums>>,
 }
 
 impl VectorStatsCapture {
@@ -179,6 +180,29 @@ impl VectorStatsCapture {
     /// The sums of `(layer, head)`, once a prompt has run.
     pub fn head(&self, layer: usize, head: usize) -> Option<&HeadSums> {
         self.heads.get(layer * self.n_heads + head)?.as_ref()
+    }
+
+    /// Adds the sums of `other` (the same heads, later prompts) to these, head by head, exactly as the capture
+    /// adds a prompt's sums when a head ends: folding single-prompt captures in prompt order gives the capture
+    /// of all the prompts bit for bit.
+    pub fn absorb(&mut self, other: VectorStatsCapture) {
+        for (slot, sums) in self.heads.iter_mut().zip(other.heads) {
+            if let Some(sums) = sums {
+                fold_head(slot, sums);
+            }
+        }
+    }
+}
+
+/// Adds one head's sums over a prompt to its running sums (the first prompt's become them).
+fn fold_head(slot: &mut Option<HeadSums>, sums: HeadSums) {
+    match slot {
+        Some(total) => {
+            total.q.merge(&sums.q);
+            total.k.merge(&sums.k);
+            total.v.merge(&sums.v);
+        }
+        None => *slot = Some(sums),
     }
 }
 
@@ -234,14 +258,9 @@ impl<T: Real> Capture<T> for VectorStatsCapture {
     }
 
     fn end_head(&mut self, info: &HeadInfo, head: VectorStatsHead) {
-        let slot = &mut self.heads[info.layer * self.n_heads + info.head];
-        match slot {
-            Some(total) => {
-                total.q.merge(&head.sums.q);
-                total.k.merge(&head.sums.k);
-                total.v.merge(&head.sums.v);
-            }
-            None => *slot = Some(head.sums),
-        }
+        fold_head(
+            &mut self.heads[info.layer * self.n_heads + info.head],
+            head.sums,
+        );
     }
 }

@@ -18,6 +18,7 @@ mod compare;
 mod diverge;
 mod figures;
 mod inspect;
+mod merge;
 mod minference;
 mod notebook;
 mod reference;
@@ -53,6 +54,8 @@ enum Command {
     Diverge(diverge::Args),
     /// Scan every head: slash scores on natural and random prompts, rank, Fourier, frequency usage, cone, labels.
     Scan(scan::Args),
+    /// Merge the shards of a scan (`scan --shard K/N`) into the directory one unsharded scan writes.
+    Merge(merge::Args),
     /// Print the token ids a model's own tokenizer gives a text.
     Tokenize(tokenize::Args),
     /// Write a random-weight GGUF with the header of a real file or of a named shape (llama-3.1-8b, ...).
@@ -136,6 +139,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Diverge(args) => diverge::run(args),
         Command::Scan(args) => scan::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Tokenize(args) => tokenize::run(args),
         Command::Synth(args) => synth::run(args),
         Command::Train(args) => train::run(args),

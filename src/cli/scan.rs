@@ -8,8 +8,11 @@ use crate::export::staged::StagedDir;
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
-use crate::scan::format::{Meta, ModelMeta, Parameters, PromptSetMeta, Prompts, FORMAT_VERSION};
+use crate::scan::format::{
+    files, Meta, ModelMeta, Parameters, PromptSetMeta, Prompts, StepTime, FORMAT_VERSION,
+};
 use crate::scan::prompts::{natural_prompts, random_prompts, Prompt, BUILTIN_TEXTS};
+use crate::scan::shard::{Shard, ShardRecord, SHARD_FORMAT_VERSION};
 use crate::scan::{self, params, Analysis, Progress, ScanParams};
 use crate::tokenizer::Tokenizer;
 use anyhow::Context;
@@ -56,6 +59,10 @@ pub struct Args {
     /// Seed of the random prompts and of the cone sample.
     #[arg(long, default_value_t = params::DEFAULT_SEED)]
     seed: u64,
+    /// Do only shard K of N (0 ≤ K < N) of the work and write it as partial results into `--out`, for
+    /// `ropescope merge` (`fixtures/scan/SHARDS.md`).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<crate::scan::shard::Shard>,
     /// Hide the progress bars.
     #[arg(long)]
     quiet: bool,
@@ -123,23 +130,6 @@ fn run_in<T: Real>(
     let ids = |ps: &[Prompt]| ps.iter().map(|p| p.ids.clone()).collect::<Vec<_>>();
     let (natural_ids, random_ids) = (ids(&natural), ids(&random));
     let bars = Bars::new(args.quiet);
-    let outcome = scan::run(&model, &natural_ids, &random_ids, params, &bars)?;
-    for w in &outcome.summary.warnings {
-        eprintln!("warning: {w}");
-    }
-    let title =
-        format!(
-        "ropescope scan of {} ({}, {} layers × {} heads, {}): {} natural{} prompts of {} tokens",
-        args.model.display(),
-        c.architecture,
-        c.n_layers,
-        c.n_heads,
-        T::NAME,
-        natural.len(),
-        if outcome.random.is_some() { " and random" } else { "" },
-        args.length
-    );
-    let text = scan::report_text::render(&outcome.summary, &title);
     let set_meta = |name: &str, ps: &[Prompt]| PromptSetMeta {
         name: name.into(),
         count: ps.len(),
@@ -147,10 +137,15 @@ fn run_in<T: Real>(
         sources: ps.iter().map(|p| p.source.clone()).collect(),
     };
     let mut prompt_sets = vec![set_meta("natural", &natural)];
-    if outcome.random.is_some() {
+    let with_random = params.runs(Analysis::Intrinsic);
+    if with_random {
         prompt_sets.push(set_meta("random", &random));
     }
-    let meta = Meta {
+    let prompts = Prompts {
+        natural: natural_ids,
+        random: if with_random { random_ids } else { Vec::new() },
+    };
+    let mut meta = Meta {
         format_version: FORMAT_VERSION,
         ropescope_version: env!("CARGO_PKG_VERSION").into(),
         model_file: args.model.display().to_string(),
@@ -186,28 +181,102 @@ fn run_in<T: Real>(
             .iter()
             .map(|a| a.name().to_string())
             .collect(),
-        elapsed_seconds: start.elapsed().as_secs_f64(),
-        step_seconds: outcome.step_seconds.clone(),
+        elapsed_seconds: 0.0,
+        step_seconds: Vec::new(),
         command: std::env::args().collect(),
+        complete: false,
+    };
+    if let Some(shard) = args.shard {
+        return write_shard(&model, &prompts, params, shard, meta, start, staged, &bars);
+    }
+    let outcome = scan::run(&model, &prompts.natural, &prompts.random, params, &bars)?;
+    meta.elapsed_seconds = start.elapsed().as_secs_f64();
+    meta.step_seconds = outcome.step_seconds.clone();
+    meta.complete = true;
+    write_scan(&model, &outcome, params, &meta, &prompts, staged, start)
+}
+
+/// Writes the shard `shard` of the scan `meta` describes into `staged`, `shard.json` last.
+#[allow(clippy::too_many_arguments)]
+fn write_shard<T: Real>(
+    model: &Model<T>,
+    prompts: &Prompts,
+    params: &ScanParams,
+    shard: Shard,
+    mut meta: Meta,
+    start: Instant,
+    staged: StagedDir,
+    bars: &Bars,
+) -> anyhow::Result<()> {
+    let dir = staged.path();
+    crate::export::write_json(&dir.join(files::PROMPTS), prompts)?;
+    let tasks = scan::shard::run_shard(
+        model,
+        &prompts.natural,
+        &prompts.random,
+        params,
+        shard,
+        dir,
+        bars,
+    )?;
+    meta.elapsed_seconds = start.elapsed().as_secs_f64();
+    meta.step_seconds = tasks
+        .iter()
+        .map(|t| StepTime {
+            step: t.task.clone(),
+            seconds: t.seconds,
+        })
+        .collect();
+    let record = ShardRecord {
+        shard_format_version: SHARD_FORMAT_VERSION,
+        shard: shard.index,
+        of: shard.count,
+        meta,
+        tasks,
         complete: true,
     };
-    let prompts = Prompts {
-        natural: natural_ids,
-        random: if outcome.random.is_some() {
-            random_ids
-        } else {
-            Vec::new()
-        },
-    };
-    scan::output::write(
-        staged.path(),
-        &model,
-        &outcome,
-        params,
-        &meta,
-        &prompts,
-        &text,
-    )?;
+    scan::shard::write_record(dir, &record)?;
+    let out = staged.commit()?;
+    eprintln!(
+        "wrote shard {}/{} ({} tasks) to {} in {:.1} s",
+        shard.index,
+        shard.count,
+        record.tasks.len(),
+        out.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Writes a whole scan's directory (`fixtures/scan/FORMAT.md`) and its report, prints the summary; `meta` is
+/// complete. Used by `scan` and by `merge`.
+pub(super) fn write_scan<T: Real>(
+    model: &Model<T>,
+    outcome: &scan::ScanOutcome,
+    params: &ScanParams,
+    meta: &Meta,
+    prompts: &Prompts,
+    staged: StagedDir,
+    start: Instant,
+) -> anyhow::Result<()> {
+    for w in &outcome.summary.warnings {
+        eprintln!("warning: {w}");
+    }
+    let c = &model.config;
+    let title =
+        format!(
+        "ropescope scan of {} ({}, {} layers × {} heads, {}): {} natural{} prompts of {} tokens",
+        meta.model_file,
+        c.architecture,
+        c.n_layers,
+        c.n_heads,
+        meta.precision,
+        prompts.natural.len(),
+        if outcome.random.is_some() { " and random" } else { "" },
+        meta.parameters.prompt_length
+    );
+    let text = scan::report_text::render(&outcome.summary, &title);
+    scan::output::write(staged.path(), model, outcome, params, meta, prompts, &text)?;
     crate::report::write_report(staged.path())?;
     let out = staged.commit()?;
     let report = out.join("report.html");
@@ -281,7 +350,7 @@ fn read_ids(path: &Path) -> anyhow::Result<Prompt> {
 
 /// One indicatif bar per stage on a terminal; otherwise one log line per finished stage with its time.
 /// `--quiet` silences both.
-struct Bars {
+pub(super) struct Bars {
     quiet: bool,
     /// stderr is not a terminal: log lines instead of bars.
     log: bool,
@@ -291,7 +360,7 @@ struct Bars {
 }
 
 impl Bars {
-    fn new(quiet: bool) -> Self {
+    pub(super) fn new(quiet: bool) -> Self {
         use std::io::IsTerminal;
         Self {
             quiet,

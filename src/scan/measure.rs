@@ -1,5 +1,9 @@
 //! The streaming pass of a scan: every prompt of a set runs once, through one composed capture that feeds the
 //! attention map (first prompt only), the slash scores and the vector statistics.
+//!
+//! Each prompt is measured on its own ([`measure_prompt`]) and folded into the set's totals in prompt order
+//! ([`SetMeasures::absorb`]); a sharded scan (`super::shard`) measures its prompts the same way and its merge
+//! folds them in the same order, so one run and merged shards give the same bits.
 
 use super::params::{Analysis, ScanParams};
 use crate::analysis::attention_map::AttentionMapCapture;
@@ -20,6 +24,63 @@ pub struct SetMeasures {
     pub vectors: Option<VectorStatsCapture>,
 }
 
+impl SetMeasures {
+    /// Adds the measures of the next prompt(s): sums add, the attention map stays the first prompt's.
+    pub fn absorb(&mut self, next: SetMeasures) {
+        if let (Some(a), Some(b)) = (&mut self.slash, &next.slash) {
+            a.absorb(b);
+        }
+        if let (Some(a), Some(b)) = (&mut self.vectors, next.vectors) {
+            a.absorb(b);
+        }
+        if self.map.is_none() {
+            self.map = next.map;
+        }
+    }
+}
+
+/// Whether the streaming pass measures slash scores (and the attention map), and vector sums.
+fn wanted(params: &ScanParams) -> (bool, bool) {
+    let slash = params.runs(Analysis::Slash) || params.runs(Analysis::Intrinsic);
+    let vectors = [Analysis::Rank, Analysis::Fourier, Analysis::Frequency]
+        .iter()
+        .any(|&a| params.runs(a));
+    (slash, vectors)
+}
+
+/// The empty measures of a set, before any prompt.
+pub fn empty<T: Real>(model: &Model<T>, params: &ScanParams) -> SetMeasures {
+    let c = &model.config;
+    let (slash, vectors) = wanted(params);
+    SetMeasures {
+        slash: slash.then(|| SlashCapture::new(c.n_layers, c.n_heads, params.delta_max)),
+        map: None,
+        vectors: vectors
+            .then(|| VectorStatsCapture::new(c.n_layers, c.n_heads, params.runs(Analysis::Rank))),
+    }
+}
+
+/// Runs one prompt; `first` marks the first prompt of its set, whose attention map is kept.
+pub fn measure_prompt<T: Real>(
+    model: &Model<T>,
+    ids: &[u32],
+    first: bool,
+    params: &ScanParams,
+) -> Result<SetMeasures> {
+    let c = &model.config;
+    let empty = empty(model, params);
+    let map = (first && empty.slash.is_some())
+        .then(|| AttentionMapCapture::new(c.n_layers, c.n_heads, params.map_size));
+    let mut pass = (map, (empty.slash, empty.vectors));
+    model.forward(ids, &ForwardOptions::default(), &mut pass)?;
+    let (map, (slash, vectors)) = pass;
+    Ok(SetMeasures {
+        slash,
+        map,
+        vectors,
+    })
+}
+
 /// Runs every prompt once; `progress` receives the number of prompts done.
 pub fn measure_set<T: Real>(
     model: &Model<T>,
@@ -27,29 +88,10 @@ pub fn measure_set<T: Real>(
     params: &ScanParams,
     progress: &dyn Fn(u64),
 ) -> Result<SetMeasures> {
-    let c = &model.config;
-    let (layers, heads) = (c.n_layers, c.n_heads);
-    let wants_slash = params.runs(Analysis::Slash) || params.runs(Analysis::Intrinsic);
-    let wants_vectors = [Analysis::Rank, Analysis::Fourier, Analysis::Frequency]
-        .iter()
-        .any(|&a| params.runs(a));
-    let mut slash = wants_slash.then(|| SlashCapture::new(layers, heads, params.delta_max));
-    let mut map = None;
-    let mut vectors =
-        wants_vectors.then(|| VectorStatsCapture::new(layers, heads, params.runs(Analysis::Rank)));
+    let mut total = empty(model, params);
     for (p, ids) in prompts.iter().enumerate() {
-        let map_now = (p == 0 && wants_slash)
-            .then(|| AttentionMapCapture::new(layers, heads, params.map_size));
-        let mut pass = (map_now, (slash, vectors));
-        model.forward(ids, &ForwardOptions::default(), &mut pass)?;
-        let (map_done, (s, v)) = pass;
-        map = map.or(map_done);
-        (slash, vectors) = (s, v);
+        total.absorb(measure_prompt(model, ids, p == 0, params)?);
         progress(p as u64 + 1);
     }
-    Ok(SetMeasures {
-        slash,
-        map,
-        vectors,
-    })
+    Ok(total)
 }

@@ -12,8 +12,10 @@ pub mod memory;
 mod optional;
 pub mod output;
 pub mod params;
+pub mod partial;
 pub mod prompts;
 pub mod report_text;
+pub mod shard;
 pub mod summary;
 
 pub use params::{Analysis, ScanParams};
@@ -65,6 +67,45 @@ pub struct ScanOutcome {
 /// The work of one stage, given its progress callback.
 type StageBody<'a> = dyn FnMut(&dyn Fn(u64)) -> Result<()> + 'a;
 
+/// Runs stages with their progress bars and records how long each took.
+struct Stages<'a> {
+    progress: &'a dyn Progress,
+    times: Vec<format::StepTime>,
+}
+
+impl<'a> Stages<'a> {
+    fn new(progress: &'a dyn Progress, times: Vec<format::StepTime>) -> Self {
+        Self { progress, times }
+    }
+
+    /// Runs `f`, a stage of `total` steps named `name`.
+    fn run(&mut self, name: &str, total: usize, f: &mut StageBody<'_>) -> Result<()> {
+        let start = std::time::Instant::now();
+        self.progress.begin(name, total as u64);
+        let r = f(&|n| self.progress.set(n));
+        self.progress.end();
+        self.record(name, start.elapsed().as_secs_f64());
+        r
+    }
+
+    fn record(&mut self, name: &str, seconds: f64) {
+        self.times.push(format::StepTime {
+            step: name.to_string(),
+            seconds,
+        });
+    }
+}
+
+/// The measures a scan takes before its multi-pass analyses.
+pub struct Streamed {
+    /// The streaming measures on the natural prompts.
+    pub natural: SetMeasures,
+    /// The same on the random prompts (`intrinsic` only).
+    pub random: Option<SetMeasures>,
+    /// The cone analysis.
+    pub cone: Option<EmbeddingCone>,
+}
+
 /// Runs the selected analyses of `params` on `natural` and `random` prompts (the random set is used only by
 /// `intrinsic`).
 pub fn run<T: Real>(
@@ -74,42 +115,53 @@ pub fn run<T: Real>(
     params: &ScanParams,
     progress: &dyn Progress,
 ) -> Result<ScanOutcome> {
-    let times = std::cell::RefCell::new(Vec::new());
-    let timed = |name: &str, start: std::time::Instant| {
-        times.borrow_mut().push(format::StepTime {
-            step: name.to_string(),
-            seconds: start.elapsed().as_secs_f64(),
-        });
-    };
-    let stage = |name: &str, total: usize, f: &mut StageBody<'_>| {
-        let start = std::time::Instant::now();
-        progress.begin(name, total as u64);
-        let r = f(&|n| progress.set(n));
-        progress.end();
-        timed(name, start);
-        r
-    };
+    let mut stages = Stages::new(progress, Vec::new());
     let mut natural_m = None;
-    stage("natural prompts", natural.len(), &mut |bar| {
+    stages.run("natural prompts", natural.len(), &mut |bar| {
         natural_m = Some(measure_set(model, natural, params, bar)?);
         Ok(())
     })?;
-    let natural_m = natural_m.expect("the stage ran");
     let mut random_m = None;
     if params.runs(Analysis::Intrinsic) {
-        stage("random prompts", random.len(), &mut |bar| {
+        stages.run("random prompts", random.len(), &mut |bar| {
             random_m = Some(measure_set(model, random, params, bar)?);
             Ok(())
         })?;
     }
     let mut cone = None;
     if params.runs(Analysis::Cone) {
-        stage("cone", 1, &mut |bar| {
-            cone = Some(embedding_cone(model, &cone_sample(model, params)));
+        stages.run("cone", 1, &mut |bar| {
+            cone = Some(cone_analysis(model, params));
             bar(1);
             Ok(())
         })?;
     }
+    let streamed = Streamed {
+        natural: natural_m.expect("the stage ran"),
+        random: random_m,
+        cone,
+    };
+    finish(model, natural, streamed, params, BTreeMap::new(), stages)
+}
+
+/// A multi-pass analysis's report made elsewhere (by a shard), with the seconds it took.
+pub type GivenReport = (serde_json::Value, f64);
+
+/// Builds the summary of the streamed measures, runs the multi-pass analyses in `params` order (taking those
+/// in `given` as they are), and labels every head.
+fn finish<T: Real>(
+    model: &Model<T>,
+    natural: &[Vec<u32>],
+    streamed: Streamed,
+    params: &ScanParams,
+    mut given: BTreeMap<String, GivenReport>,
+    mut stages: Stages<'_>,
+) -> Result<ScanOutcome> {
+    let Streamed {
+        natural: natural_m,
+        random: random_m,
+        cone,
+    } = streamed;
     let mut summary = summary::build(model, &natural_m, random_m.as_ref(), cone.as_ref(), params);
     let mut external = BTreeMap::new();
     for &a in params
@@ -117,6 +169,11 @@ pub fn run<T: Real>(
         .iter()
         .filter(|&&a| external::is_external(a))
     {
+        if let Some((report, seconds)) = given.remove(a.name()) {
+            stages.record(a.name(), seconds);
+            external.insert(a.name().to_string(), report);
+            continue;
+        }
         let Some(ext) = external::runner::<T>(a) else {
             continue;
         };
@@ -125,14 +182,15 @@ pub fn run<T: Real>(
         let passes = (ext.passes)(prompts.len(), &heads);
         if passes == 0 {
             // Nothing to compute (no target head): the empty report is written and warned of, with no bar.
-            timed(a.name(), std::time::Instant::now());
+            let start = std::time::Instant::now();
             external.insert(
                 a.name().to_string(),
                 (ext.run)(model, prompts, &heads, &|_| {})?,
             );
+            stages.record(a.name(), start.elapsed().as_secs_f64());
             continue;
         }
-        stage(a.name(), passes as usize, &mut |bar| {
+        stages.run(a.name(), passes as usize, &mut |bar| {
             external.insert(
                 a.name().to_string(),
                 (ext.run)(model, prompts, &heads, bar)?,
@@ -147,8 +205,13 @@ pub fn run<T: Real>(
         cone,
         external,
         summary,
-        step_seconds: times.into_inner(),
+        step_seconds: stages.times,
     })
+}
+
+/// The cone analysis on the seed's sample of the vocabulary.
+fn cone_analysis<T: Real>(model: &Model<T>, params: &ScanParams) -> EmbeddingCone {
+    embedding_cone(model, &cone_sample(model, params))
 }
 
 /// The vocabulary rows of the cone analysis: `cone_tokens` distinct ids, uniform, from the seed.

@@ -1,0 +1,98 @@
+//! `ropescope merge`: folds the shards of a scan (`scan --shard K/N`) into the directory one unsharded scan
+//! writes.
+
+use super::args::Precision;
+use super::scan::{write_scan, Bars};
+use crate::export::reference::sha256_file;
+use crate::export::staged::StagedDir;
+use crate::gguf::GgufFile;
+use crate::model::Model;
+use crate::numeric::Real;
+use crate::scan::shard::{self, ShardDir};
+use anyhow::Context;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `ropescope merge`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The shard directories, all N of them, in any order.
+    #[arg(required = true, num_args = 1..)]
+    shards: Vec<PathBuf>,
+    /// Output directory: a scan directory as `scan` writes it (written whole when complete).
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace an existing non-empty output directory.
+    #[arg(long)]
+    force: bool,
+    /// The model file, when it is not where the shards recorded it (its sha256 must match theirs).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Hide the progress bars.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs `merge`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let shards = shard::open_shards(&args.shards)?;
+    let meta = &shards[0].record.meta;
+    let model_path = args
+        .model
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&meta.model_file));
+    let sha = sha256_file(&model_path)
+        .with_context(|| format!("reading the shards' model {}", model_path.display()))?;
+    if sha != meta.model_sha256 {
+        return Err(crate::Error::BadData(format!(
+            "{} is not the model the shards scanned (sha256 {sha}, theirs {})",
+            model_path.display(),
+            meta.model_sha256
+        ))
+        .into());
+    }
+    let staged = StagedDir::begin(&args.out, args.force)?;
+    let file = GgufFile::open(&model_path)?;
+    match meta.precision.as_str() {
+        "f32" => merge_in::<f32>(&args, &file, &shards, start, staged),
+        "f64" => merge_in::<f64>(&args, &file, &shards, start, staged),
+        other => Err(crate::Error::BadData(format!(
+            "{}: unknown precision '{other}' (expected {:?} or {:?})",
+            shards[0].dir.display(),
+            Precision::F32,
+            Precision::F64
+        ))
+        .into()),
+    }
+}
+
+fn merge_in<T: Real>(
+    args: &Args,
+    file: &GgufFile,
+    shards: &[ShardDir],
+    start: Instant,
+    staged: StagedDir,
+) -> anyhow::Result<()> {
+    let model = Model::<T>::load(file).context("loading the model")?;
+    let outcome = shard::merge(&model, shards, &Bars::new(args.quiet))?;
+    let mut meta = shards[0].record.meta.clone();
+    meta.elapsed_seconds = shards
+        .iter()
+        .map(|s| s.record.meta.elapsed_seconds)
+        .sum::<f64>()
+        + start.elapsed().as_secs_f64();
+    meta.step_seconds = outcome.step_seconds.clone();
+    meta.command = std::env::args().collect();
+    meta.complete = true;
+    let params = shard::params_of(&meta)?;
+    write_scan(
+        &model,
+        &outcome,
+        &params,
+        &meta,
+        &shards[0].prompts,
+        staged,
+        start,
+    )
+}
