@@ -1,9 +1,10 @@
 //! The streaming pass of a scan: every prompt of a set runs once, through one composed capture that feeds the
 //! attention map (first prompt only), the slash scores and the vector statistics.
 //!
-//! Each prompt is measured on its own ([`measure_prompt`]) and folded into the set's totals in prompt order
-//! ([`SetMeasures::absorb`]); a sharded scan (`super::shard`) measures its prompts the same way and its merge
-//! folds them in the same order, so one run and merged shards give the same bits.
+//! A prompt's sums are added to the set's totals as each head ends, prompt after prompt. A sharded scan
+//! (`super::shard`) measures each of its prompts alone ([`measure_prompt`]) and its merge adds them to the totals
+//! in prompt order ([`SetMeasures::absorb`]): the same additions in the same order, so one run and merged shards
+//! give the same bits.
 
 use super::params::{Analysis, ScanParams};
 use crate::analysis::attention_map::AttentionMapCapture;
@@ -60,28 +61,41 @@ pub fn empty<T: Real>(model: &Model<T>, params: &ScanParams) -> SetMeasures {
     }
 }
 
-/// Runs one prompt; `first` marks the first prompt of its set, whose attention map is kept.
+/// Runs one prompt, adding its measures into `into` (the captures add as heads end, so no second copy of the
+/// sums is made); `first` marks the first prompt of its set, whose attention map is kept.
+fn add_prompt<T: Real>(
+    model: &Model<T>,
+    ids: &[u32],
+    first: bool,
+    params: &ScanParams,
+    into: SetMeasures,
+) -> Result<SetMeasures> {
+    let c = &model.config;
+    let map = (first && into.slash.is_some())
+        .then(|| AttentionMapCapture::new(c.n_layers, c.n_heads, params.map_size));
+    let mut pass = (map, (into.slash, into.vectors));
+    model.forward(ids, &ForwardOptions::default(), &mut pass)?;
+    let (map, (slash, vectors)) = pass;
+    Ok(SetMeasures {
+        slash,
+        map: into.map.or(map),
+        vectors,
+    })
+}
+
+/// The measures of one prompt alone (what a shard stores per prompt); `first` marks the first prompt of its
+/// set, whose attention map is kept. Adding them to a set's totals with [`SetMeasures::absorb`] adds the same
+/// values in the same order as running the prompt into the totals ([`measure_set`]).
 pub fn measure_prompt<T: Real>(
     model: &Model<T>,
     ids: &[u32],
     first: bool,
     params: &ScanParams,
 ) -> Result<SetMeasures> {
-    let c = &model.config;
-    let empty = empty(model, params);
-    let map = (first && empty.slash.is_some())
-        .then(|| AttentionMapCapture::new(c.n_layers, c.n_heads, params.map_size));
-    let mut pass = (map, (empty.slash, empty.vectors));
-    model.forward(ids, &ForwardOptions::default(), &mut pass)?;
-    let (map, (slash, vectors)) = pass;
-    Ok(SetMeasures {
-        slash,
-        map,
-        vectors,
-    })
+    add_prompt(model, ids, first, params, empty(model, params))
 }
 
-/// Runs every prompt once; `progress` receives the number of prompts done.
+/// Runs every prompt once, into the set's totals; `progress` receives the number of prompts done.
 pub fn measure_set<T: Real>(
     model: &Model<T>,
     prompts: &[Vec<u32>],
@@ -90,7 +104,7 @@ pub fn measure_set<T: Real>(
 ) -> Result<SetMeasures> {
     let mut total = empty(model, params);
     for (p, ids) in prompts.iter().enumerate() {
-        total.absorb(measure_prompt(model, ids, p == 0, params)?);
+        total = add_prompt(model, ids, p == 0, params, total)?;
         progress(p as u64 + 1);
     }
     Ok(total)
