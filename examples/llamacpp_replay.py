@@ -16,7 +16,8 @@ and computes, from the same input and the same weights of the GGUF:
               ggml_vec_dot_q5_0_q8_0 / q8_0_q8_0 (d_w d_x sum(q_w q_x)), summed in float64
 
 and prints the NMSE (sum (a - b)^2 / sum b^2) of llama.cpp's output against each, and of the emulation against the
-exact product. When llama.cpp's output matches the emulation to float32 rounding while both are far from the
+exact product. On models with a QK-norm (gemma3) the rows `q_norm`/`k_norm` follow q and k through it (RMS norm
+per head with the GGUF's weight and epsilon, in float64) and compare with the dump's q_pre/k_pre. When llama.cpp's output matches the emulation to float32 rounding while both are far from the
 exact product, the quantized activations are the cause of the difference.
 
 A second table replays each dumped layer's attention in float64 from the dump's own tensors: scores from its q and
@@ -114,6 +115,9 @@ def main():
     args = ap.parse_args()
     reader = gguf.GGUFReader(args.model)
     tensors = {t.name: t for t in reader.tensors}
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    eps_field = reader.fields.get(f"{arch}.attention.layer_norm_rms_epsilon")
+    eps = float(eps_field.parts[-1][0]) if eps_field is not None else 0.0
     if args.layers:
         layers = [int(s) for s in args.layers.split(",")]
     else:
@@ -133,6 +137,18 @@ def main():
             act = {"q4_1": "Q8_1", "q5_0": "Q8_0", "q8_0": "Q8_0", "f32": "F32"}[kind]
             print(f"{l:>5} {p:>4} {w.tensor_type.name:>5} {act:>11}  {nmse(got, ex):>18.3e}  "
                   f"{nmse(got, em):>21.3e}  {nmse(em, ex):>17.3e}")
+            norm_w = tensors.get(f"blk.{l}.attn_{p}_norm.weight")
+            if norm_w is not None and p in "qk":
+                g = np.asarray(norm_w.data, dtype=np.float64).reshape(-1)
+                pre = np.load(os.path.join(args.dump, f"{p}_pre_L{l}.npy")).astype(np.float64)
+
+                def qk_norm(a):
+                    a = a.reshape(a.shape[0], -1, g.size)
+                    a = a / np.sqrt((a * a).mean(axis=-1, keepdims=True) + eps) * g
+                    return a.transpose(1, 0, 2)
+
+                print(f"{l:>5} {p + '_norm':>4} {'':>5} {'':>11}  {nmse(pre, qk_norm(ex)):>18.3e}  "
+                      f"{nmse(pre, qk_norm(em)):>21.3e}  {nmse(qk_norm(em), qk_norm(ex)):>17.3e}")
     print()
     attention_replay(args.dump, layers)
 
