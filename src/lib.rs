@@ -6,8 +6,8 @@
 //!
 //! A forward pass ([`model::Model::forward`]) hands everything attention computes to a [`capture::Capture`]
 //! as it goes: pre- and post-RoPE queries and keys, values, logits and probabilities one block of query rows at
-//! a time, head outputs and the residual stream. The analyses ([`analysis`]) are captures or pure functions on
-//! what captures keep; `ropescope scan` ([`scan`]) runs them together, [`report`] draws their results, and
+//! a time, head outputs and the residual stream. The analyses ([`analysis`]) are captures, pure functions of what
+//! captures keep, or series of forward passes; `ropescope scan` ([`scan`]) runs them, [`report`] draws them, and
 //! [`export`] writes the float64 golden reference and compares other engines against it. `ARCHITECTURE.md`, at
 //! the repository's root, maps the modules and the papers' terms to the code and tests.
 //!
