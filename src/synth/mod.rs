@@ -2,7 +2,7 @@
 //! for running ropescope, and other implementations, at sizes whose real weights are not at hand.
 //!
 //! A [`Plan`] is everything but the weights: metadata, tensor directory and storage types, and how each tensor is
-//! filled ([`fill`]). [`Plan::write`] streams the file: the header first, then each tensor in chunks of rows that
+//! filled (`fill.rs`). [`Plan::write`] streams the file: the header first, then each tensor in chunks of rows that
 //! are generated and quantized in parallel and written in order, so memory stays at a few chunks whatever the
 //! file's size; the file appears under its name only when complete. The values are a function of the seed, the
 //! tensor's index and the chunk's index alone, so the bytes do not depend on the thread count.
