@@ -88,7 +88,7 @@ fn merge_in<T: Real>(
     let params = shard::params_of(&meta)?;
     write_scan(
         &model,
-        &outcome,
+        outcome,
         &params,
         &meta,
         &shards[0].prompts,

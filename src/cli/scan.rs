@@ -193,7 +193,7 @@ fn run_in<T: Real>(
     meta.elapsed_seconds = start.elapsed().as_secs_f64();
     meta.step_seconds = outcome.step_seconds.clone();
     meta.complete = true;
-    write_scan(&model, &outcome, params, &meta, &prompts, staged, start)
+    write_scan(&model, outcome, params, &meta, &prompts, staged, start)
 }
 
 /// Writes the shard `shard` of the scan `meta` describes into `staged`, `shard.json` last.
@@ -249,10 +249,11 @@ fn write_shard<T: Real>(
 }
 
 /// Writes a whole scan's directory (`fixtures/scan/FORMAT.md`) and its report, prints the summary; `meta` is
-/// complete. Used by `scan` and by `merge`.
+/// complete. Used by `scan` and by `merge`. The measures are dropped once their files are written, before the
+/// report reads the files back.
 pub(super) fn write_scan<T: Real>(
     model: &Model<T>,
-    outcome: &scan::ScanOutcome,
+    outcome: scan::ScanOutcome,
     params: &ScanParams,
     meta: &Meta,
     prompts: &Prompts,
@@ -276,7 +277,8 @@ pub(super) fn write_scan<T: Real>(
         meta.parameters.prompt_length
     );
     let text = scan::report_text::render(&outcome.summary, &title);
-    scan::output::write(staged.path(), model, outcome, params, meta, prompts, &text)?;
+    scan::output::write(staged.path(), model, &outcome, params, meta, prompts, &text)?;
+    drop(outcome);
     crate::report::write_report(staged.path())?;
     let out = staged.commit()?;
     let report = out.join("report.html");

@@ -216,6 +216,16 @@ impl Array {
         }
     }
 
+    /// The values, if the array holds f32.
+    pub fn to_f32(&self) -> Option<Vec<f32>> {
+        (self.dtype == Dtype::F32).then(|| {
+            self.data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect()
+        })
+    }
+
     /// The values as i64, if the array holds integers.
     pub fn to_i64(&self) -> Option<Vec<i64>> {
         let b = &self.data;

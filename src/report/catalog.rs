@@ -153,6 +153,8 @@ fn attention(data: &ScanData, (l, h): (usize, usize), set: usize, view: MapView)
     let Some(map) = data.attention[set].as_ref().and_then(|t| t.at(&[l, h])) else {
         return FigureSpec::new(name, title, Err(not_run("slash", &file)));
     };
+    let map: Vec<f64> = map.iter().map(|&v| f64::from(v)).collect();
+    let map = map.as_slice();
     let side = data.attention[set].as_ref().map_or(0, |t| t.shape[2]);
     let n = data.first_prompt_length(set).unwrap_or(side);
     let heat = |values: Vec<f64>, rows: usize, causal: bool, extent: f64| Heat {
