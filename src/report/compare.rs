@@ -437,9 +437,33 @@ fn pct(v: f64) -> String {
     format!("{:.1}%", v * 100.0)
 }
 
-/// The short name of model `k` in legends: its 1-based number and architecture.
-fn short(k: usize, m: &ModelColumn) -> String {
-    format!("{} {}", k + 1, m.model.architecture)
+/// The name of model `k` in legends, which have room for a few characters only: `#` and its 1-based number,
+/// the number of its column in the tables.
+fn short(k: usize) -> String {
+    format!("#{}", k + 1)
+}
+
+/// Caption lines of a figure with one series per model: which model each legend entry is (three per line),
+/// then which models did not run the figure's analysis (`missing(model)`).
+fn key_caption(c: &Comparison, missing: impl Fn(&ModelColumn) -> bool) -> Vec<String> {
+    let entries: Vec<String> = c
+        .models
+        .iter()
+        .enumerate()
+        .map(|(k, m)| format!("{} {}", short(k), m.model.architecture))
+        .collect();
+    let mut lines: Vec<String> = entries.chunks(3).map(|e| e.join(", ")).collect();
+    let not_run: Vec<String> = c
+        .models
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| missing(m))
+        .map(|(k, _)| short(k))
+        .collect();
+    if !not_run.is_empty() {
+        lines.push(format!("not run: {}", not_run.join(", ")));
+    }
+    lines
 }
 
 /// A table with one column per model: the header, then `rows` of `(row heading, cell per model)` (cells are
@@ -622,12 +646,7 @@ fn sdh_section(out: &mut String, c: &Comparison) {
     side_by_side(out, c, &rows);
     out.push_str("<div class=\"figs\">");
     for (set, random) in [("natural", false), ("random", true)] {
-        let names: Vec<String> = c
-            .models
-            .iter()
-            .enumerate()
-            .map(|(k, m)| short(k, m))
-            .collect();
+        let names: Vec<String> = c.models.iter().enumerate().map(|(k, _)| short(k)).collect();
         let values: Vec<Vec<f64>> = c
             .models
             .iter()
@@ -650,17 +669,11 @@ fn sdh_section(out: &mut String, c: &Comparison) {
             .zip(&values)
             .map(|(name, values)| Series { name, values })
             .collect();
-        let missing: Vec<String> = c
-            .models
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| {
-                m.sdh
-                    .as_ref()
-                    .is_none_or(|s| random && s.random_triples.is_none())
-            })
-            .map(|(k, m)| format!("{}: not run", short(k, m)))
-            .collect();
+        let missing = key_caption(c, |m| {
+            m.sdh
+                .as_ref()
+                .is_none_or(|s| random && s.random_triples.is_none())
+        });
         let step = (delta_max / 8).max(1);
         let xticks: Vec<(f64, String)> = (0..=delta_max)
             .step_by(step)
@@ -707,12 +720,7 @@ fn bands_section(out: &mut String, c: &Comparison) {
     }
     side_by_side(out, c, &rows);
     out.push_str("<div class=\"figs\">");
-    let names: Vec<String> = c
-        .models
-        .iter()
-        .enumerate()
-        .map(|(k, m)| short(k, m))
-        .collect();
+    let names: Vec<String> = c.models.iter().enumerate().map(|(k, _)| short(k)).collect();
     let xticks: Vec<(f64, String)> = ["low", "medium", "high"]
         .iter()
         .enumerate()
@@ -729,13 +737,7 @@ fn bands_section(out: &mut String, c: &Comparison) {
             .zip(&values)
             .map(|(name, values)| Series { name, values })
             .collect();
-        let missing: Vec<String> = c
-            .models
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| pick(&m.bands).is_none())
-            .map(|(k, m)| format!("{}: not run", short(k, m)))
-            .collect();
+        let missing = key_caption(c, |m| pick(&m.bands).is_none());
         let title = format!("band shares of {name}");
         let labels = Labels {
             title: &title,
@@ -787,7 +789,7 @@ fn posym_section(out: &mut String, c: &Comparison) {
             })
             .collect();
         let caption = vec![
-            format!("{} ({})", m.model.architecture, p.heads.len()) + " heads",
+            format!("{}, {} heads", m.model.architecture, p.heads.len()),
             format!(
                 "r(s_pos, s_sym) = {}; dashed: s_pos = s_sym",
                 num(p.pearson)
