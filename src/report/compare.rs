@@ -236,6 +236,7 @@ fn distinct_heads(triples: &[SlashHead]) -> usize {
         .len()
 }
 
+/// The model table of a scan, from its `meta.json`.
 fn model_table(data: &ScanData) -> ModelTable {
     let m = &data.meta;
     let mut bases: Vec<f64> = Vec::new();
@@ -271,6 +272,7 @@ fn model_table(data: &ScanData) -> ModelTable {
     }
 }
 
+/// The SDH table of a scan; `None` without `slash`.
 fn sdh_table(data: &ScanData) -> Option<SdhTable> {
     let sets = data.summary.slash_dominant.as_ref()?;
     let intrinsic = ran(data, "intrinsic") || data.summary.intrinsic.is_some();
@@ -300,6 +302,7 @@ fn sdh_table(data: &ScanData) -> Option<SdhTable> {
     })
 }
 
+/// The [`TOP_HEADS`] heads with the largest best slash score; `None` without `slash`.
 fn top_heads(data: &ScanData) -> Option<Vec<TopHead>> {
     let mut rows: Vec<TopHead> = data
         .summary
@@ -327,6 +330,7 @@ fn top_heads(data: &ScanData) -> Option<Vec<TopHead>> {
     Some(rows)
 }
 
+/// Every head's positional and symbolic score; `None` without `posym`.
 fn posym_plane(data: &ScanData) -> Option<PosymPlane> {
     let heads: Vec<(usize, usize, f64, f64, String)> = data
         .summary
@@ -489,6 +493,7 @@ fn cells(c: &Comparison, f: impl Fn(&ModelColumn) -> String) -> Vec<String> {
     c.models.iter().map(f).collect()
 }
 
+/// Section *Models*: shape, prompts, precision and analyses of each scan.
 fn models_section(out: &mut String, c: &Comparison) {
     let bases = |m: &ModelColumn| {
         m.model
@@ -548,6 +553,7 @@ fn models_section(out: &mut String, c: &Comparison) {
     side_by_side(out, c, &rows);
 }
 
+/// Section *Labels*: heads per label and their share.
 fn labels_section(out: &mut String, c: &Comparison) {
     let mut rows = vec![(
         "heads".to_string(),
@@ -574,6 +580,7 @@ fn labels_section(out: &mut String, c: &Comparison) {
     side_by_side(out, c, &rows);
 }
 
+/// Section *Slash-dominant heads*: counts, intrinsic overlap, counts per Δ as a table and grouped bars.
 fn sdh_section(out: &mut String, c: &Comparison) {
     out.push_str(
         "<p>A (κ, Δ)-slash-dominant head has a mean slash score <code>SlashScore(Δ) ≥ κ</code> at some \
@@ -695,6 +702,7 @@ fn sdh_section(out: &mut String, c: &Comparison) {
     out.push_str("</div>\n");
 }
 
+/// Section *Band shares*: the mean shares as a table and grouped bars.
 fn bands_section(out: &mut String, c: &Comparison) {
     out.push_str(
         "<p>Mean over heads (each head weighted equally) of each head's shares in the low, medium and high \
@@ -754,6 +762,7 @@ fn bands_section(out: &mut String, c: &Comparison) {
     out.push_str("</div>\n");
 }
 
+/// Section *Positional–symbolic plane*: one scatter per model and the correlations.
 fn posym_section(out: &mut String, c: &Comparison) {
     out.push_str(
         "<p>Each head's positional score s<sub>pos</sub> against its symbolic score s<sub>sym</sub> \
@@ -827,6 +836,7 @@ fn posym_section(out: &mut String, c: &Comparison) {
     side_by_side(out, c, &rows);
 }
 
+/// Section *Top heads by slash score*: one short table per model.
 fn top_section(out: &mut String, c: &Comparison) {
     let _ = write!(
         out,
