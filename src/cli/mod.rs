@@ -15,6 +15,7 @@ macro_rules! refuse {
 mod args;
 mod bench_forward;
 mod compare;
+mod compare_scans;
 mod diverge;
 mod figures;
 mod inspect;
@@ -72,6 +73,8 @@ enum Command {
     ExportNotebook(notebook::Args),
     /// Write a scan's head patterns as MInference's per-layer vertical_and_slash JSON.
     ExportMinference(minference::Args),
+    /// Set several scans side by side: OUT/compare.html and OUT/compare.json (the cross-model tables).
+    CompareScans(compare_scans::Args),
 }
 
 /// Turns a failed parse or lookup of a command-line value into an argument error with the message given.
@@ -147,6 +150,7 @@ pub fn main() -> ExitCode {
         Command::Figures(args) => figures::run(args),
         Command::ExportNotebook(args) => notebook::run(args),
         Command::ExportMinference(args) => minference::run(args),
+        Command::CompareScans(args) => compare_scans::run(args),
         Command::BenchForward(args) => bench_forward::run(args),
     };
     match result {

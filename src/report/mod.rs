@@ -4,6 +4,7 @@
 //! not run are replaced by a "not run" note.
 
 pub mod catalog;
+pub mod compare;
 pub mod data;
 pub mod figures;
 pub mod findings;
