@@ -106,6 +106,9 @@ pub enum Error {
     /// A failure that is a defect of ropescope, not of its input (a value that cannot be serialised).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The computation was stopped from outside ([`crate::interrupt`]: Ctrl-C in Python).
+    #[error("interrupted")]
+    Interrupted,
 
     // ---- model metadata ----
     /// A required metadata key is absent.
@@ -154,6 +157,8 @@ pub enum ErrorKind {
     Io,
     /// A defect of ropescope. Exit code 7.
     Internal,
+    /// Stopped from outside ([`Error::Interrupted`]). Exit code 130, as a shell reports Ctrl-C.
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -167,6 +172,7 @@ impl ErrorKind {
             ErrorKind::Resource => 5,
             ErrorKind::Io => 6,
             ErrorKind::Internal => 7,
+            ErrorKind::Interrupted => 130,
         }
     }
 }
@@ -197,6 +203,7 @@ impl Error {
             Error::Resource(_) => ErrorKind::Resource,
             Error::Mismatch(_) => ErrorKind::Mismatch,
             Error::Internal(_) => ErrorKind::Internal,
+            Error::Interrupted => ErrorKind::Interrupted,
         }
     }
 

@@ -198,6 +198,7 @@ pub mod export;
 #[doc(hidden)]
 pub mod fuzz_harness;
 pub mod gguf;
+pub mod interrupt;
 pub mod linalg;
 pub mod model;
 pub mod numeric;

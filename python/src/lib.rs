@@ -4,12 +4,13 @@
 //! the engine itself checks again.
 
 use numpy::{Element, PyArray1, PyArrayMethods};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use ropescope::export::compare::{apply_override, compare_report, default_tolerances};
 use ropescope::export::reference::{compute_reference, write_reference, ReferenceRequest};
 use ropescope::export::staged::StagedDir;
 use ropescope::gguf::GgufFile;
+use ropescope::interrupt::with_check;
 use ropescope::model::Model as Engine;
 use ropescope::numeric::Real;
 use ropescope::tokenizer::Tokenizer;
@@ -25,9 +26,16 @@ pyo3::create_exception!(
      (argument, bad_file, unsupported, resource, io, mismatch, internal)."
 );
 
-/// The Python exception for an engine error: the command line's message, and its kind as `kind`.
+/// The Python exception for an engine error: the command line's message, and its kind as `kind`;
+/// `KeyboardInterrupt` for a pass stopped by Ctrl-C.
 fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    let kind = match e.kind() {
+    error_to_py(py, e.kind(), e.to_string())
+}
+
+/// The Python exception for a failure of kind `kind` with `message`.
+fn error_to_py(py: Python<'_>, kind: ErrorKind, message: String) -> PyErr {
+    let kind = match kind {
+        ErrorKind::Interrupted => return PyKeyboardInterrupt::new_err("interrupted"),
         ErrorKind::Mismatch => "mismatch",
         ErrorKind::Argument => "argument",
         ErrorKind::BadFile => "bad_file",
@@ -36,11 +44,26 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
         ErrorKind::Io => "io",
         ErrorKind::Internal => "internal",
     };
-    let err = RopescopeError::new_err(e.to_string());
+    let err = RopescopeError::new_err(message);
     match err.value(py).setattr("kind", kind) {
         Ok(()) => err,
         Err(setattr_failed) => setattr_failed,
     }
+}
+
+/// Whether Ctrl-C was pressed: runs the interpreter's pending signal handlers (a no-op off the main thread).
+fn ctrl_c() -> bool {
+    Python::attach(|py| py.check_signals().is_err())
+}
+
+/// Runs `f` with the GIL released and Ctrl-C checked before every layer of every pass
+/// ([`ropescope::interrupt`]).
+fn engine_call<R: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<R, Error> + Send,
+) -> PyResult<R> {
+    py.detach(|| with_check(ctrl_c, f))
+        .map_err(|e| to_py(py, e))
 }
 
 /// The engine in either precision.
@@ -81,9 +104,7 @@ fn forward_in<'py, T: Real + Element>(
     kinds: &[String],
 ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
     let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
-    let arrays = py
-        .detach(|| compute_reference(engine, ids, req, &kinds))
-        .map_err(|e| to_py(py, e))?;
+    let arrays = engine_call(py, || compute_reference(engine, ids, req, &kinds))?;
     arrays
         .into_iter()
         .map(|a| {
@@ -98,9 +119,7 @@ impl Model {
     /// Loads a GGUF model in `precision` (`f64` or `f32`).
     #[new]
     fn new(py: Python<'_>, path: PathBuf, precision: &str) -> PyResult<Self> {
-        let (file, engine) = py
-            .detach(|| load(&path, precision))
-            .map_err(|e| to_py(py, e))?;
+        let (file, engine) = engine_call(py, || load(&path, precision))?;
         Ok(Self {
             file,
             engine,
@@ -184,7 +203,7 @@ fn reference(
         }
         staged.commit().map(|_| ())
     };
-    py.detach(run).map_err(|e| to_py(py, e))
+    engine_call(py, run)
 }
 
 /// Compares reference directory `a` with `b` (the reference) as `ropescope compare --json` does, with `tol`
@@ -199,7 +218,15 @@ fn compare(py: Python<'_>, a: PathBuf, b: PathBuf, tol: Vec<String>) -> PyResult
         let report = compare_report(&a, &b, &tols)?;
         serde_json::to_string(&report).map_err(|e| Error::Internal(e.to_string()))
     };
-    py.detach(run).map_err(|e| to_py(py, e))
+    engine_call(py, run)
+}
+
+/// Runs a `ropescope` command in this process (`args` without the program name), as the command line would,
+/// with the GIL released and Ctrl-C checked between layers; errors are the command line's.
+#[pyfunction]
+fn run_command(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
+    py.detach(|| with_check(ctrl_c, || ropescope::cli::run_args(args)))
+        .map_err(|e| error_to_py(py, ropescope::cli::error_kind(&e), format!("{e:#}")))
 }
 
 /// The module `ropescope._native`.
@@ -208,6 +235,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(reference, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add("RopescopeError", m.py().get_type::<RopescopeError>())?;
     Ok(())
 }

@@ -95,20 +95,9 @@ impl<T> OrArgument<T> for Option<T> {
     }
 }
 
-/// The exit code of a failed command: that of the first ropescope [`Error`] in the chain of causes, else
-/// [`ErrorKind::Io`] for an operating-system error, else [`ErrorKind::Internal`].
+/// The exit code of a failed command ([`error_kind`]).
 fn exit_code(e: &anyhow::Error) -> u8 {
-    let kind = e
-        .chain()
-        .find_map(|cause| {
-            if let Some(err) = cause.downcast_ref::<Error>() {
-                Some(err.kind())
-            } else {
-                cause.is::<std::io::Error>().then_some(ErrorKind::Io)
-            }
-        })
-        .unwrap_or(ErrorKind::Internal);
-    kind.exit_code()
+    error_kind(e).exit_code()
 }
 
 /// Restores the default action of SIGPIPE, so that a command whose reader goes away (`ropescope compare --json
@@ -121,21 +110,9 @@ fn quiet_on_broken_pipe() {
     }
 }
 
-/// Runs the CLI on the process arguments; an error is printed as one line on stderr and exits with the code of
-/// its kind ([`ErrorKind::exit_code`]).
-pub fn main() -> ExitCode {
-    quiet_on_broken_pipe();
-    let cli = Cli::parse();
-    if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-        {
-            eprintln!("error: cannot start {n} threads: {e}");
-            return ExitCode::from(ErrorKind::Resource.exit_code());
-        }
-    }
-    let result = match cli.command {
+/// Runs one command.
+fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Inspect(args) => inspect::run(args),
         Command::Reference(args) => reference::run(args),
         Command::Rope(args) => rope::run(args),
@@ -152,7 +129,47 @@ pub fn main() -> ExitCode {
         Command::ExportMinference(args) => minference::run(args),
         Command::CompareScans(args) => compare_scans::run(args),
         Command::BenchForward(args) => bench_forward::run(args),
-    };
+    }
+}
+
+/// Runs one command given as its arguments (`["scan", "model.gguf", "--out", "dir"]`, no program name) in this
+/// process, as the command line would, with the global thread pool as it is: for embeddings (the Python
+/// package's `scan`). The error is the command line's, with its kind ([`error_kind`]).
+pub fn run_args<I: IntoIterator<Item = String>>(args: I) -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(std::iter::once("ropescope".to_string()).chain(args))
+        .map_err(|e| Error::Argument(e.to_string().trim_end().to_string()))?;
+    dispatch(cli.command)
+}
+
+/// The kind of a failed command: that of the first ropescope [`Error`] in its chain of causes, else
+/// [`ErrorKind::Io`] for an operating-system error, else [`ErrorKind::Internal`].
+pub fn error_kind(e: &anyhow::Error) -> ErrorKind {
+    e.chain()
+        .find_map(|cause| {
+            if let Some(err) = cause.downcast_ref::<Error>() {
+                Some(err.kind())
+            } else {
+                cause.is::<std::io::Error>().then_some(ErrorKind::Io)
+            }
+        })
+        .unwrap_or(ErrorKind::Internal)
+}
+
+/// Runs the CLI on the process arguments; an error is printed as one line on stderr and exits with the code of
+/// its kind ([`ErrorKind::exit_code`]).
+pub fn main() -> ExitCode {
+    quiet_on_broken_pipe();
+    let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+        {
+            eprintln!("error: cannot start {n} threads: {e}");
+            return ExitCode::from(ErrorKind::Resource.exit_code());
+        }
+    }
+    let result = dispatch(cli.command);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -160,6 +160,7 @@ impl<T: Real> Model<T> {
         let mut x = time(Step::Embed, || self.embed(ids));
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
+            crate::interrupt::check()?;
             let spec = lc.rope.spec(t);
             let index = match tables.iter().position(|(s, _)| *s == spec) {
                 Some(i) => i,
@@ -170,6 +171,7 @@ impl<T: Real> Model<T> {
             };
             self.layer(l, lc, lw, &tables[index].1, opts, &mut x, capture);
         }
+        crate::interrupt::check()?;
         let rows = opts.logits_rows.start.min(t)..opts.logits_rows.end.min(t);
         Ok(ForwardOutput {
             logits: time(Step::Logits, || {
