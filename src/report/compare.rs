@@ -12,7 +12,7 @@
 use super::catalog::posym_scores;
 use super::data::ScanData;
 use super::figures::{self, label_colour, Labels, Point, Series};
-use super::findings::posym_correlation;
+use super::findings::{mean_bands, posym_correlation};
 use super::spec::significant;
 use super::svg::escape;
 use crate::error::{Error, Result};
@@ -209,22 +209,6 @@ fn file_name(path: &str) -> String {
 /// Whether the scan ran analysis `name` (`meta.json`'s `analyses`).
 fn ran(data: &ScanData, name: &str) -> bool {
     data.meta.analyses.iter().any(|a| a == name)
-}
-
-/// Mean of band shares over the heads that have them; `None` when none has.
-fn mean_bands<'a>(shares: impl Iterator<Item = &'a Bands>) -> Option<Bands> {
-    let (mut sum, mut n) = ([0.0; 3], 0usize);
-    for b in shares {
-        sum[0] += b.low;
-        sum[1] += b.medium;
-        sum[2] += b.high;
-        n += 1;
-    }
-    (n > 0).then(|| Bands {
-        low: sum[0] / n as f64,
-        medium: sum[1] / n as f64,
-        high: sum[2] / n as f64,
-    })
 }
 
 /// Distinct (layer, head) of a set of triples.
@@ -693,13 +677,23 @@ fn sdh_section(out: &mut String, c: &Comparison) {
             y: "slash-dominant heads",
             caption: &missing,
         };
-        let _ = write!(
-            out,
-            "<figure>{}</figure>",
-            figures::bars(&labels, &series, &xticks)
-        );
+        bars_figure(out, &labels, &series, &xticks);
     }
     out.push_str("</div>\n");
+}
+
+/// Appends a grouped bar chart as a `<figure>`.
+fn bars_figure(
+    out: &mut String,
+    labels: &Labels<'_>,
+    series: &[Series<'_>],
+    xticks: &[(f64, String)],
+) {
+    let _ = write!(
+        out,
+        "<figure>{}</figure>",
+        figures::bars(labels, series, xticks)
+    );
 }
 
 /// Section *Band shares*: the mean shares as a table and grouped bars.
@@ -753,11 +747,7 @@ fn bands_section(out: &mut String, c: &Comparison) {
             y: "mean share over heads",
             caption: &missing,
         };
-        let _ = write!(
-            out,
-            "<figure>{}</figure>",
-            figures::bars(&labels, &series, &xticks)
-        );
+        bars_figure(out, &labels, &series, &xticks);
     }
     out.push_str("</div>\n");
 }

@@ -126,8 +126,8 @@ pub fn top_heads(data: &ScanData) -> Vec<TopHeads> {
         .collect()
 }
 
-/// Mean band shares of a group of heads.
-fn mean_bands<'a>(shares: impl Iterator<Item = &'a Bands>) -> Option<Bands> {
+/// Mean band shares of a group of heads (each head weighted equally); `None` for no head.
+pub(crate) fn mean_bands<'a>(shares: impl Iterator<Item = &'a Bands>) -> Option<Bands> {
     let (mut sum, mut n) = ([0.0; 3], 0usize);
     for b in shares {
         sum[0] += b.low;
