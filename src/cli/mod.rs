@@ -17,6 +17,7 @@ mod bench_forward;
 mod compare;
 mod compare_scans;
 mod diverge;
+mod duoattention;
 mod figures;
 mod inspect;
 mod merge;
@@ -73,6 +74,8 @@ enum Command {
     ExportNotebook(notebook::Args),
     /// Write a scan's head patterns as MInference's per-layer vertical_and_slash JSON.
     ExportMinference(minference::Args),
+    /// Write a scan's retrieval and streaming heads as DuoAttention's full_attention_heads.tsv and config.json.
+    ExportDuoattention(duoattention::Args),
     /// Set several scans side by side: OUT/compare.html and OUT/compare.json (the cross-model tables).
     CompareScans(compare_scans::Args),
 }
@@ -127,6 +130,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Figures(args) => figures::run(args),
         Command::ExportNotebook(args) => notebook::run(args),
         Command::ExportMinference(args) => minference::run(args),
+        Command::ExportDuoattention(args) => duoattention::run(args),
         Command::CompareScans(args) => compare_scans::run(args),
         Command::BenchForward(args) => bench_forward::run(args),
     }

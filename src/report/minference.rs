@@ -17,6 +17,7 @@
 
 use super::data::ScanData;
 use crate::error::{Error, Result};
+use crate::scan::format::{HeadSlash, HeadSummary};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -62,11 +63,7 @@ pub fn patterns(data: &ScanData) -> Result<Value> {
                 h.head
             ))
         })?;
-        let diagonals = data.slash[0]
-            .as_ref()
-            .and_then(|t| t.at(&[h.layer, h.head]))
-            .map_or(slash.best_score, |v| v.iter().sum());
-        let score = ((slash.sink + diagonals).min(1.0) * 1000.0).round() / 1000.0;
+        let score = (local_recall(data, h, slash) * 1000.0).round() / 1000.0;
         let (v, s) = budget(&h.label);
         if let Some(layer) = layers.get_mut(h.layer) {
             layer.insert(
@@ -78,6 +75,17 @@ pub fn patterns(data: &ScanData) -> Result<Value> {
     Ok(Value::Array(
         layers.into_iter().map(Value::Object).collect(),
     ))
+}
+
+/// The share of a head's attention on the first key and on the diagonals `Δ = 0..=Δmax`, from the natural
+/// prompts: its sink score plus its slash scores, capped at 1 (the two overlap only in the entries `(Δ, 0)`);
+/// `sink + best_score` without `slash_natural.npy`. What a sink-plus-recent-window pattern keeps.
+pub fn local_recall(data: &ScanData, h: &HeadSummary, slash: &HeadSlash) -> f64 {
+    let diagonals = data.slash[0]
+        .as_ref()
+        .and_then(|t| t.at(&[h.layer, h.head]))
+        .map_or(slash.best_score, |v| v.iter().sum());
+    (slash.sink + diagonals).min(1.0)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod compare;
 pub mod data;
+pub mod duoattention;
 pub mod figures;
 pub mod findings;
 pub mod findings_html;
