@@ -313,6 +313,16 @@ fn llamacpp_case(model: &str, name: &str, last_layer: usize) -> serde_json::Valu
     r
 }
 
+/// `(head, row, col)` of a tensor report's worst element.
+fn worst_element(tensor: &serde_json::Value) -> (u64, u64, u64) {
+    let w = &tensor["worst"];
+    let at = |k: &str| {
+        w[k].as_u64()
+            .unwrap_or_else(|| panic!("worst.{k} in {tensor}"))
+    };
+    (at("head"), at("row"), at("col"))
+}
+
 #[test]
 fn llamacpp_smollm2_diverges_first_at_layer_0_queries_by_its_q8_1_activations() {
     let r = llamacpp_case(common::SMOLLM2, "llamacpp-smollm2", 29);
@@ -323,18 +333,7 @@ fn llamacpp_smollm2_diverges_first_at_layer_0_queries_by_its_q8_1_activations() 
     // along (q and k after RoPE keep the same NMSE).
     let first = &r["tensors"][0];
     assert!(near(first["nmse"].as_f64().unwrap(), 1.247e-5), "{first}");
-    assert_eq!(
-        (
-            &first["worst"]["head"],
-            &first["worst"]["row"],
-            &first["worst"]["col"]
-        ),
-        (
-            &serde_json::json!(4),
-            &serde_json::json!(7),
-            &serde_json::json!(54)
-        )
-    );
+    assert_eq!(worst_element(first), (4, 7, 54), "{first}");
     assert!(near(nmse_of(&r, "k_pre_L0.npy"), 1.349e-5));
     assert!(near(nmse_of(&r, "v_L0.npy"), 2.281e-4));
     assert!(near(nmse_of(&r, "q_L0.npy"), 1.247e-5));
@@ -355,18 +354,7 @@ fn llamacpp_gemma3_diverges_first_at_layer_0_queries_by_its_q8_0_activations() {
     // (q) and 1.309e-4 (k) in q_pre and k_pre: the figures below.
     let first = &r["tensors"][0];
     assert!(near(first["nmse"].as_f64().unwrap(), 1.312e-4), "{first}");
-    assert_eq!(
-        (
-            &first["worst"]["head"],
-            &first["worst"]["row"],
-            &first["worst"]["col"]
-        ),
-        (
-            &serde_json::json!(1),
-            &serde_json::json!(10),
-            &serde_json::json!(118)
-        )
-    );
+    assert_eq!(worst_element(first), (1, 10, 118), "{first}");
     assert!(near(nmse_of(&r, "k_pre_L0.npy"), 1.309e-4));
     assert!(near(nmse_of(&r, "v_L0.npy"), 2.386e-4));
     // Gemma 3 ends further off than SmolLM2 with 12 fewer layers: layer 17's head outputs at 1.07e-2 (the largest

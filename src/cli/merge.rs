@@ -1,7 +1,6 @@
 //! `ropescope merge`: folds the shards of a scan (`scan --shard K/N`) into the directory one unsharded scan
 //! writes.
 
-use super::args::Precision;
 use super::scan::{write_scan, Bars};
 use crate::export::reference::sha256_file;
 use crate::export::staged::StagedDir;
@@ -58,10 +57,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "f32" => merge_in::<f32>(&args, &file, &shards, start, staged),
         "f64" => merge_in::<f64>(&args, &file, &shards, start, staged),
         other => Err(crate::Error::BadData(format!(
-            "{}: unknown precision '{other}' (expected {:?} or {:?})",
-            shards[0].dir.display(),
-            Precision::F32,
-            Precision::F64
+            "{}: unknown precision '{other}' (expected f32 or f64)",
+            shards[0].dir.display()
         ))
         .into()),
     }

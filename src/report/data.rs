@@ -63,11 +63,9 @@ pub struct ScanData {
     pub ablation: Option<serde_json::Value>,
 }
 
-/// Reads and parses a JSON file, naming it in any error.
+/// Reads a JSON file of the scan directory.
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_slice(&text)
-        .map_err(|e| Error::BadData(format!("{}: not a valid scan file ({e})", path.display())))
+    crate::export::read_json(path, "scan")
 }
 
 impl ScanData {

@@ -14,7 +14,7 @@
 //! value of its query heads (it can stream only if all of them can).
 
 use super::data::ScanData;
-use super::minference::local_recall;
+use super::minference::{local_recall, slash_scores};
 use crate::error::{Error, Result};
 use crate::export::write_atomic;
 use serde_json::json;
@@ -30,14 +30,7 @@ pub fn full_attention_heads(data: &ScanData) -> Result<Vec<Vec<f64>>> {
     let m = &data.meta.model;
     let mut out = vec![vec![0.0_f64; m.n_kv_heads]; m.n_layers];
     for h in &data.summary.heads {
-        let slash = h.slash.as_ref().ok_or_else(|| {
-            Error::Argument(format!(
-                "{}: head L{}H{} has no slash scores (the `slash` analysis did not run); DuoAttention values need them",
-                data.dir.display(),
-                h.layer,
-                h.head
-            ))
-        })?;
+        let slash = slash_scores(data, h, "DuoAttention values")?;
         let cell = out
             .get_mut(h.layer)
             .and_then(|l| l.get_mut(h.kv_head))

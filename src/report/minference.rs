@@ -55,14 +55,7 @@ pub fn budget(label: &str) -> (usize, usize) {
 pub fn patterns(data: &ScanData) -> Result<Value> {
     let mut layers = vec![Map::new(); data.meta.model.n_layers];
     for h in &data.summary.heads {
-        let slash = h.slash.as_ref().ok_or_else(|| {
-            Error::Argument(format!(
-                "{}: head L{}H{} has no slash scores (the `slash` analysis did not run); MInference patterns need them",
-                data.dir.display(),
-                h.layer,
-                h.head
-            ))
-        })?;
+        let slash = slash_scores(data, h, "MInference patterns")?;
         let score = (local_recall(data, h, slash) * 1000.0).round() / 1000.0;
         let (v, s) = budget(&h.label);
         if let Some(layer) = layers.get_mut(h.layer) {
@@ -75,6 +68,18 @@ pub fn patterns(data: &ScanData) -> Result<Value> {
     Ok(Value::Array(
         layers.into_iter().map(Value::Object).collect(),
     ))
+}
+
+/// The slash scores of head `h`, or the error saying that `user` needs the `slash` analysis, which did not run.
+pub fn slash_scores<'a>(data: &ScanData, h: &'a HeadSummary, user: &str) -> Result<&'a HeadSlash> {
+    h.slash.as_ref().ok_or_else(|| {
+        Error::Argument(format!(
+            "{}: head L{}H{} has no slash scores (the `slash` analysis did not run); {user} need them",
+            data.dir.display(),
+            h.layer,
+            h.head
+        ))
+    })
 }
 
 /// The share of a head's attention on the first key and on the diagonals `Δ = 0..=Δmax`, from the natural

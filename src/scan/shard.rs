@@ -258,11 +258,9 @@ pub fn write_record(dir: &Path, record: &ShardRecord) -> Result<()> {
     write_json(&dir.join(SHARD_FILE), record)
 }
 
-/// Reads and parses a JSON file, naming it in any error.
+/// Reads a JSON file of a shard directory.
 fn read_json<R: serde::de::DeserializeOwned>(path: &Path) -> Result<R> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_slice(&text)
-        .map_err(|e| Error::BadData(format!("{}: not a valid shard file ({e})", path.display())))
+    crate::export::read_json(path, "shard")
 }
 
 /// A shard directory read for merging.
