@@ -193,6 +193,21 @@ fn merge_refuses_missing_duplicated_foreign_and_altered_shards() {
         "{err}"
     );
 
+    // A cone result that does not cover every head.
+    let cut = dir.path().join("cut-cone");
+    copy_dir(&parts[0], &cut);
+    let cone_path = cut.join("cone.json");
+    let mut cone: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&cone_path).unwrap()).unwrap();
+    cone["queries"].as_array_mut().unwrap().pop();
+    std::fs::write(&cone_path, serde_json::to_vec(&cone).unwrap()).unwrap();
+    let mixed = [cut, parts[1].clone(), parts[2].clone(), parts[3].clone()];
+    let err = refused(&mixed, &out);
+    assert!(
+        err.contains("cone.json: not the cone of this model's 8 heads"),
+        "{err}"
+    );
+
     // Not a shard at all.
     let err = refused(&[dir.path().to_path_buf()], &out);
     assert!(err.contains("not a shard directory"), "{err}");

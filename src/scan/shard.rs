@@ -263,6 +263,30 @@ fn read_json<R: serde::de::DeserializeOwned>(path: &Path) -> Result<R> {
     crate::export::read_json(path, "shard")
 }
 
+/// Reads a shard's cone result, checking it covers every head of the model with finite angles and the number
+/// of tokens the parameters sample.
+fn read_cone<T: Real>(path: &Path, model: &Model<T>, params: &ScanParams) -> Result<EmbeddingCone> {
+    let cone: EmbeddingCone = read_json(path)?;
+    let c = &model.config;
+    let heads = c.n_layers * c.n_heads;
+    let finite = |s: &Option<crate::analysis::embedding_cone::Spread>| {
+        s.is_none_or(|s| s.mean_angle.is_finite() && s.max_angle.is_finite())
+    };
+    let fits = cone.queries.len() == heads
+        && cone.keys.len() == heads
+        && cone.n_tokens == params.cone_tokens.min(c.vocab_size)
+        && finite(&cone.embeddings)
+        && cone.queries.iter().chain(&cone.keys).all(finite);
+    if !fits {
+        return Err(Error::BadData(format!(
+            "{}: not the cone of this model's {heads} heads and {} sampled tokens, or an angle is not finite",
+            path.display(),
+            params.cone_tokens.min(c.vocab_size)
+        )));
+    }
+    Ok(cone)
+}
+
 /// A shard directory read for merging.
 #[derive(Debug)]
 pub struct ShardDir {
@@ -486,7 +510,11 @@ pub fn merge<T: Real>(
     let cone: Option<EmbeddingCone> = match params.runs(Analysis::Cone) {
         true => {
             time("cone");
-            Some(read_json(&owner[&Task::Cone.name()].dir.join(CONE_FILE))?)
+            Some(read_cone(
+                &owner[&Task::Cone.name()].dir.join(CONE_FILE),
+                model,
+                &params,
+            )?)
         }
         false => None,
     };
