@@ -4,7 +4,7 @@
 //! `S[i, j]` in its bin pair, masked entries counted as 0. With `M ≥ N` the map is the attention itself.
 
 use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, LayerPlan};
-use crate::numeric::Real;
+use crate::numeric::{sum_f64, Real};
 
 /// Downsampled attention of every head for one forward pass.
 #[derive(Clone, Debug)]
@@ -54,10 +54,17 @@ pub struct MapHead {
 impl<T: Real> HeadCapture<T> for MapHead {
     fn block(&mut self, info: &HeadInfo, block: &AttentionBlock<'_, T>) {
         let (n, side) = (info.n_tokens, self.side);
+        let cols = &block.cols;
         for i in block.rows.clone() {
-            let r = bin(i, n, side);
-            for (j, p) in block.cols.clone().zip(block.probs_row(i)) {
-                self.sums[r * side + bin(j, n, side)] += p.to_f64_exact();
+            let sums = &mut self.sums[bin(i, n, side) * side..][..side];
+            let row = block.probs_row(i);
+            // Each column bin is a run of consecutive keys: sum the run, then add it to its cell.
+            let mut j = cols.start;
+            while j < cols.end {
+                let b = bin(j, n, side);
+                let end = ((b + 1) * n).div_ceil(side).min(cols.end);
+                sums[b] += sum_f64(&row[j - cols.start..end - cols.start]);
+                j = end;
             }
         }
     }

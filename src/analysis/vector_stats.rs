@@ -52,12 +52,11 @@ impl RowSums {
             let m = GRAM_ROWS.min(n - start);
             let mut x = vec![0.0; m * d];
             let mut u = vec![0.0; m * d];
+            let mut row = vec![0.0; d];
             for i in 0..m {
-                let row: Vec<f64> = rows
-                    .row(start + i)
-                    .iter()
-                    .map(|v| v.to_f64_exact())
-                    .collect();
+                for (w, v) in row.iter_mut().zip(rows.row(start + i)) {
+                    *w = v.to_f64_exact();
+                }
                 let norm = row.iter().map(|v| v * v).sum::<f64>().sqrt();
                 for (c, &v) in row.iter().enumerate() {
                     self.sum[c] += v;
@@ -68,7 +67,7 @@ impl RowSums {
                     }
                 }
                 for (s, &(a, b)) in self.chunk_norm_sum.iter_mut().zip(chunks) {
-                    *s += row[a].hypot(row[b]);
+                    *s += (row[a] * row[a] + row[b] * row[b]).sqrt();
                 }
             }
             if !self.gram.is_empty() {

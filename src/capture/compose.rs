@@ -146,11 +146,9 @@ mod tests {
                 ..Default::default()
             },
         );
-        let ids: Vec<u32> = (0..70)
-            .collect::<Vec<u32>>()
-            .iter()
-            .map(|i| i % 64)
-            .collect();
+        // One full row block and a partial second one.
+        let n = crate::model::attention::ROW_BLOCK + 6;
+        let ids: Vec<u32> = (0..n as u32).map(|i| i % 64).collect();
         model
             .forward(&ids, &ForwardOptions::default(), &mut pair)
             .unwrap();

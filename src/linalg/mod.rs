@@ -86,8 +86,8 @@ pub fn gemm_transb<T: Real>(
     );
 }
 
-/// `out[m × n] = a[m × k] · b[k × n]`, all row-major with the given strides. Sequential. Panics if a slice is
-/// shorter than its view.
+/// `out[m × n] = alpha · a[m × k] · b[k × n]`, all row-major with the given strides. Sequential. Panics if a
+/// slice is shorter than its view.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm<T: Real>(
     out: &mut [T],
@@ -97,6 +97,7 @@ pub fn gemm<T: Real>(
     b: &[T],
     ldb: usize,
     (m, n, k): (usize, usize, usize),
+    alpha: T,
 ) {
     assert!(ldb >= n);
     strided_gemm(
@@ -106,7 +107,7 @@ pub fn gemm<T: Real>(
         lda,
         (b, (ldb, 1), span(k, n, ldb)),
         (m, n, k),
-        T::one(),
+        alpha,
     );
 }
 
@@ -232,7 +233,7 @@ mod tests {
         let a: Vec<f64> = (0..20).map(|i| i as f64).collect();
         let b: Vec<f64> = (0..20).map(|i| (i as f64) * 0.5).collect();
         let mut out = vec![0.0; 3 * 4];
-        gemm(&mut out, 4, &a[1..], 5, &b[3..], 6, (3, 4, 2));
+        gemm(&mut out, 4, &a[1..], 5, &b[3..], 6, (3, 4, 2), 1.0);
         for r in 0..3 {
             for c in 0..4 {
                 let want: f64 = (0..2).map(|i| a[1 + r * 5 + i] * b[3 + i * 6 + c]).sum();

@@ -131,6 +131,7 @@ impl<T: Real> Model<T> {
         let c = &self.config;
         let per_token = 3 * c.n_embd
             + 2 * (c.n_heads * c.head_dim + c.n_kv_heads * c.head_dim) // q, k and their pre-RoPE copies
+            + c.n_kv_heads * c.head_dim // the keys transposed for the score products
             + c.n_kv_heads * c.value_dim
             + 2 * c.n_heads * c.value_dim
             + 3 * c.n_ff;
