@@ -18,3 +18,6 @@ pub use file::{
 pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE};
 pub use value::{type_id, Array, Value};
 pub use writer::{encode_header, DirectoryEntry, GgufWriter, TensorSpec};
+
+/// The ggml type of a tensor ([`TensorInfo::ty`]).
+pub use crate::quant::GgmlType;
