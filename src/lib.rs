@@ -217,7 +217,7 @@ macro_rules! internal_mod {
         pub mod $name;
         #[cfg(not(feature = "internals"))]
         $(#[$attr])*
-        mod $name;
+        pub(crate) mod $name;
     )*};
 }
 
