@@ -26,9 +26,10 @@
 //! - [`numeric`] ([`numeric::Real`], the float of `Model<f64>` and `Model<f32>`), [`error`], [`interrupt`]
 //!   (stopping a pass from outside) and [`cli::run_args`], the command line as a function.
 //!
-//! Everything else (the scan and its report, training, quantization, the kernels, profiling, the theory checks
-//! and the fuzz harness) is crate-private. The `internals` cargo feature makes it public for the crate's own
-//! tests, benches and fuzz targets only: it is not API, and may change in any release.
+//! Everything else is crate-private: the scan and its report, training, `synth`, quantization, the kernels,
+//! profiling, and the engine's own parts of `model` and `export`. The `internals` cargo feature makes it public,
+//! and adds the theory checks and the fuzz harness, for the crate's own tests, benches and fuzz targets only: it
+//! is not API, and may change in any release.
 //!
 //! `Model<f64>` is the golden reference (every operation in f64, RoPE angles included); `Model<f32>` is the fast
 //! path. Both take their weights from the same memory-mapped file, kept quantized.
@@ -209,7 +210,8 @@
 // Every public item carries a doc comment; a new one without fails `cargo clippy -- -D warnings`.
 #![warn(missing_docs)]
 
-/// Declares a module that is public with the `internals` feature and crate-private without it.
+/// Declares modules that are public with the `internals` feature (for the crate's tests, benches and fuzz
+/// targets; not API) and crate-private without it.
 macro_rules! internal_mod {
     ($($(#[$attr:meta])* $name:ident;)*) => {$(
         #[cfg(feature = "internals")]
