@@ -1,15 +1,35 @@
 //! ropescope: a pure-CPU engine and proof-checker for RoPE attention.
 //!
-//! The crate reads GGUF model files ([`gguf`]), dequantizes their weights exactly as ggml defines them
-//! ([`quant`]), and implements rotary position embeddings once ([`rope`]) for the engine, the analyses and the
-//! executable checks of the theory in `theory/`.
+//! The crate reads GGUF model files ([`gguf`]), dequantizes their weights exactly as ggml defines them, and
+//! implements rotary position embeddings once ([`rope`]) for the engine, the analyses and the executable checks
+//! of the theory in `theory/`.
 //!
 //! A forward pass ([`model::Model::forward`]) hands everything attention computes to a [`capture::Capture`]
 //! as it goes: pre- and post-RoPE queries and keys, values, logits and probabilities one block of query rows at
 //! a time, head outputs and the residual stream. The analyses ([`analysis`]) are captures, pure functions of what
-//! captures keep, or series of forward passes; `ropescope scan` ([`scan`]) runs them, [`report`] draws them, and
-//! [`export`] writes the float64 golden reference and compares other engines against it. `ARCHITECTURE.md`, at
-//! the repository's root, maps the modules and the papers' terms to the code and tests.
+//! captures keep, or series of forward passes; `ropescope scan` runs them and draws its report, and [`export`]
+//! writes the float64 golden reference and compares other engines against it. `ARCHITECTURE.md`, at the
+//! repository's root, maps the modules and the papers' terms to the code and tests.
+//!
+//! # Public surface
+//!
+//! - [`gguf`]: [`gguf::GgufFile`], a model file's metadata, tensors and hyper-parameters (and a small writer);
+//! - [`model`]: [`model::Model`] (`load`, `config`, `forward` with [`model::ForwardOptions`]) and its
+//!   configuration types;
+//! - [`capture`]: the [`capture::Capture`] trait and the ready sinks ([`capture::CollectSink`], pairs);
+//! - [`rope`]: [`rope::RopeSpec`], the per-chunk frequencies and the context-extension scalings;
+//! - [`tokenizer`]: [`tokenizer::Tokenizer`], built from a file's own vocabulary;
+//! - [`analysis`]: the analyses' pure functions and streaming captures;
+//! - [`export`]: the golden reference's writer and reader ([`export::reference`], [`export::npy`]) and
+//!   [`export::compare`];
+//! - [`synthetic`]: tiny seeded models of every architecture, in memory (the examples below run on them);
+//! - [`numeric`] ([`numeric::Real`], the float of `Model<f64>` and `Model<f32>`), [`error`], [`interrupt`]
+//!   (stopping a pass from outside) and [`cli::run_args`], the command line as a function.
+//!
+//! Everything else is crate-private: the scan and its report, training, `synth`, quantization, the kernels,
+//! profiling, and the engine's own parts of `model` and `export`. The `internals` cargo feature makes it public,
+//! and adds the theory checks and the fuzz harness, for the crate's own tests, benches and fuzz targets only: it
+//! is not API, and may change in any release.
 //!
 //! `Model<f64>` is the golden reference (every operation in f64, RoPE angles included); `Model<f32>` is the fast
 //! path. Both take their weights from the same memory-mapped file, kept quantized.
@@ -190,27 +210,46 @@
 // Every public item carries a doc comment; a new one without fails `cargo clippy -- -D warnings`.
 #![warn(missing_docs)]
 
+/// Declares modules that are public with the `internals` feature (for the crate's tests, benches and fuzz
+/// targets; not API) and crate-private without it.
+macro_rules! internal_mod {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        #[cfg(feature = "internals")]
+        $(#[$attr])*
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        $(#[$attr])*
+        pub(crate) mod $name;
+    )*};
+}
+
 pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod error;
 pub mod export;
-#[doc(hidden)]
-pub mod fuzz_harness;
 pub mod gguf;
 pub mod interrupt;
-pub mod linalg;
 pub mod model;
 pub mod numeric;
-pub mod profile;
-pub mod quant;
-pub mod report;
 pub mod rope;
-pub mod scan;
-pub mod synth;
 pub mod synthetic;
-pub mod theory;
 pub mod tokenizer;
-pub mod train;
+
+internal_mod! {
+    linalg;
+    profile;
+    quant;
+    report;
+    scan;
+    synth;
+    train;
+}
+
+// Used only by the integration tests and the fuzz targets, never by the engine or the command line.
+#[cfg(feature = "internals")]
+pub mod fuzz_harness;
+#[cfg(feature = "internals")]
+pub mod theory;
 
 pub use error::{Error, ErrorKind, Result};

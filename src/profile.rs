@@ -15,8 +15,13 @@
 //! reports rates as a fraction of the machine's measured FMA peak.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+// Reading the counters back ([`Profile`]) is for the `breakdown` bench and the tests only.
+#[cfg(feature = "internals")]
+use std::{
+    sync::{Mutex, MutexGuard},
+    time::Duration,
+};
 
 /// A step of the forward pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +92,7 @@ impl Step {
     ];
 
     /// Whether the step's time is summed over threads (a part of a parallel step) rather than wall time.
+    #[cfg(feature = "internals")]
     pub fn is_thread_time(self) -> bool {
         matches!(
             self,
@@ -100,6 +106,7 @@ impl Step {
     }
 
     /// The name the bench prints.
+    #[cfg(feature = "internals")]
     pub fn name(self) -> &'static str {
         match self {
             Step::Embed => "embed",
@@ -135,6 +142,7 @@ const STEPS: usize = Step::ALL.len();
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static NANOS: [AtomicU64; STEPS] = [const { AtomicU64::new(0) }; STEPS];
 static FLOPS: [AtomicU64; STEPS] = [const { AtomicU64::new(0) }; STEPS];
+#[cfg(feature = "internals")]
 static ACTIVE: Mutex<()> = Mutex::new(());
 
 /// Runs `f`, adding its duration to `step` when profiling is on.
@@ -158,6 +166,7 @@ pub fn count_flops(step: Step, flops: usize) {
 }
 
 /// What one step took between [`Profile::start`] and [`Profile::finish`].
+#[cfg(feature = "internals")]
 #[derive(Clone, Copy, Debug)]
 pub struct StepTotal {
     /// The step.
@@ -169,10 +178,12 @@ pub struct StepTotal {
 }
 
 /// An active profile: the process's step counters run until [`Profile::finish`].
+#[cfg(feature = "internals")]
 pub struct Profile {
     _only: MutexGuard<'static, ()>,
 }
 
+#[cfg(feature = "internals")]
 impl Profile {
     /// Zeroes the counters and switches profiling on (waiting for any other profile to finish).
     pub fn start() -> Self {
@@ -199,6 +210,7 @@ impl Profile {
     }
 }
 
+#[cfg(feature = "internals")]
 impl Drop for Profile {
     fn drop(&mut self) {
         ENABLED.store(false, Ordering::SeqCst);

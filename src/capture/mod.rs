@@ -13,7 +13,7 @@
 mod collect;
 mod compose;
 
-pub use collect::{CollectSink, HeadRecord};
+pub use collect::{CollectHead, CollectSink, HeadRecord};
 pub use compose::PairHead;
 
 use crate::numeric::Real;

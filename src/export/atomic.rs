@@ -51,6 +51,26 @@ fn umask() -> u32 {
         .unwrap_or(0o022)
 }
 
+/// Reads and parses the JSON file `path`; a file that does not parse is [`Error::BadData`] naming it as
+/// "not a valid {what} file".
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+) -> Result<T> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_slice(&text).map_err(|e| {
+        Error::BadData(format!("{}: not a valid {what} file ({e})", path.display()))
+    })
+}
+
+/// Writes `value` as pretty-printed JSON (with a final newline) to `path`, atomically.
+pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut text =
+        serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
+    text.push(b'\n');
+    write_atomic(path, |w| w.write_all(&text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

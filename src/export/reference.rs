@@ -244,7 +244,7 @@ pub fn write_reference<T: Real + npy::NpyElement>(
 }
 
 /// Lowercase hex sha256 of a file's contents.
-pub fn sha256_file(path: &Path) -> Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;

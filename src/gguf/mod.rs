@@ -17,4 +17,9 @@ pub use file::{
 };
 pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE};
 pub use value::{type_id, Array, Value};
-pub use writer::{encode_header, DirectoryEntry, GgufWriter, TensorSpec};
+pub use writer::{GgufWriter, TensorSpec};
+// `synth` writes headers of its own; the header encoder is no API.
+pub(crate) use writer::{encode_header, DirectoryEntry};
+
+/// The ggml type of a tensor ([`TensorInfo::ty`]).
+pub use crate::quant::GgmlType;

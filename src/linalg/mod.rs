@@ -11,9 +11,13 @@
 //! width depends only on the shape, each strip is multiplied sequentially, and the split never depends on how
 //! many threads run it, so every output element is computed by the same operations in the same order.
 
+// The instruction sets and the FMA peak are the benchmarks' yardstick; the engine never reads them.
+#[cfg(feature = "internals")]
 pub mod isa;
+#[cfg(feature = "internals")]
 pub mod peak;
 
+#[cfg(feature = "internals")]
 pub use isa::Isa;
 
 use crate::numeric::Real;

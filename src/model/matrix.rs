@@ -3,10 +3,11 @@
 //! A model's weights stay in the GGUF memory map, quantized, as they are in llama.cpp: loading a model costs a
 //! map and a check of every tensor rather than the dequantization of every weight into fresh memory, and a
 //! model takes its file's size in memory instead of four (f32) or eight (f64) bytes per weight. A product
-//! dequantizes each tile of weight rows right before multiplying by it ([`matmul_transb_tiles`]), into a
-//! buffer that stays in cache; the values are the same f32 values whole-tensor dequantization gives (both run
-//! the same block kernels), widened exactly in f64. As with any reader of a memory map (and llama.cpp), the file
-//! must not be truncated or rewritten while a model made from it is alive.
+//! dequantizes each tile of weight rows right before multiplying by it (the crate's internal
+//! `linalg::matmul_transb_tiles`), into a buffer that stays in cache; the values are the same f32 values
+//! whole-tensor dequantization gives (both run the same block kernels), widened exactly in f64. As with any
+//! reader of a memory map (and llama.cpp), the file must not be truncated or rewritten while a model made from it
+//! is alive.
 
 use crate::error::{Error, Result};
 use crate::gguf::TensorData;

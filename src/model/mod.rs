@@ -2,15 +2,18 @@
 //! with full attention capture.
 //!
 //! One implementation serves both precisions (`Model<f64>` is the golden reference, `Model<f32>` the fast
-//! path) and every architecture in [`arch::SUPPORTED`].
+//! path) and every architecture in [`SUPPORTED`].
 
-pub mod arch;
-pub mod attention;
 pub mod config;
-pub mod matrix;
 mod ops;
-pub mod weights;
+internal_mod! {
+    arch;
+    attention;
+    matrix;
+    weights;
+}
 
+pub use arch::SUPPORTED;
 pub use config::{Activation, LayerConfig, ModelConfig};
 
 use crate::capture::{Capture, HeadInfo, LayerPlan};
@@ -63,7 +66,7 @@ impl<T: Real> Model<T> {
     }
 
     /// The weights (token embeddings, per-layer projections), for analyses of the weights themselves.
-    pub fn weights(&self) -> &Weights<T> {
+    pub(crate) fn weights(&self) -> &Weights<T> {
         &self.weights
     }
 

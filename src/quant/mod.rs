@@ -118,6 +118,7 @@ pub fn dequantize_into(ty: GgmlType, data: &[u8], out: &mut [f32], tensor: &str)
 }
 
 /// Dequantizes as [`dequantize_into`] and widens every f32 value exactly to f64.
+#[cfg(feature = "internals")]
 pub fn dequantize_into_f64(ty: GgmlType, data: &[u8], out: &mut [f64], tensor: &str) -> Result<()> {
     let mut tmp = vec![0f32; out.len()];
     dequantize_into(ty, data, &mut tmp, tensor)?;

@@ -175,7 +175,7 @@ impl GgmlType {
         self.row().4
     }
 
-    /// Whether [`crate::quant::dequantize_into`] supports this type.
+    /// Whether this type can be dequantized ([`crate::gguf::GgufFile::dequantize_f32`], the engine's products).
     pub fn can_dequantize(self) -> bool {
         use GgmlType::*;
         matches!(

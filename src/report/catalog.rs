@@ -10,12 +10,10 @@ use crate::scan::labels::POSYM_FIELDS;
 /// Singular values shown by the rank figure (the leading ones carry the rank-one story).
 const SINGULAR_SHOWN: usize = 16;
 
-/// One figure: a file-name stem, a title, and the SVG or why there is none.
+/// One figure: a file-name stem and the SVG (whose title it draws) or why there is none.
 pub struct Figure {
     /// File-name stem (`L0H1_attention_natural`), also the HTML anchor of the figure.
     pub name: String,
-    /// Human title.
-    pub title: String,
     /// The SVG document, or the reason it is absent (`not run: …`).
     pub content: Result<String, String>,
 }
@@ -40,7 +38,6 @@ impl FigureSpec {
         Figure {
             content: self.spec.map(|s| s.svg()),
             name: self.name,
-            title: self.title,
         }
     }
 }

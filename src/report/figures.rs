@@ -4,7 +4,7 @@
 
 use super::png;
 use super::svg::{
-    colour_bar, hex, nice_ticks, numeric_ticks, tick_label, viridis, Anchor, Plot, Scale, Svg,
+    colour_bar, nice_ticks, numeric_ticks, tick_label, viridis, Anchor, Plot, Scale, Svg,
 };
 
 /// Width of every figure, pixels.
@@ -309,11 +309,6 @@ pub fn block_mean(values: &[f64], side: usize, shown: usize) -> Vec<f64> {
         .zip(&count)
         .map(|(s, &c)| s / c.max(1) as f64)
         .collect()
-}
-
-/// `#rrggbb` of the colour map at `t` (for HTML tables coloured like the figures).
-pub fn colour_at(t: f64) -> String {
-    hex(viridis(t))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Names of the two prompt sets, used as file-name suffixes (`slash_natural.npy`, `slash_random.npy`).
+#[cfg(feature = "internals")]
 pub const PROMPT_SETS: [&str; 2] = ["natural", "random"];
 
 /// File names of the output directory. `{set}` stands for a name in [`PROMPT_SETS`].

@@ -40,8 +40,10 @@ pub trait Progress {
 }
 
 /// Reports nothing.
+#[cfg(feature = "internals")]
 pub struct NoProgress;
 
+#[cfg(feature = "internals")]
 impl Progress for NoProgress {
     fn begin(&self, _stage: &str, _total: u64) {}
     fn set(&self, _done: u64) {}

@@ -10,7 +10,7 @@
 mod fill;
 mod shapes;
 
-pub use fill::{fill_for, is_rope_factors, Fill, ModelScale, BIAS_STD};
+pub use fill::{fill_for, is_rope_factors, Fill, ModelScale};
 pub use shapes::{NamedShape, NAMED_SHAPES};
 
 use crate::error::{Error, Result};
@@ -268,6 +268,7 @@ impl Plan {
     }
 
     /// The bytes [`Plan::write`] writes before the tensor data: header, metadata, directory and padding.
+    #[cfg(feature = "internals")]
     pub fn header_bytes(&self) -> Vec<u8> {
         self.header().0
     }

@@ -16,7 +16,7 @@ mod vocab;
 
 use crate::gguf::GgufFile;
 use crate::{Error, Result};
-pub use bpe::byte_chars;
+pub(crate) use bpe::byte_chars;
 use bpe::ByteLevelBpe;
 use metadata::{Metadata, TOKEN_TYPE_CONTROL, TOKEN_TYPE_USER_DEFINED};
 pub use pre::PreTokenizer;
