@@ -162,8 +162,8 @@ const INV_FACTORIAL: [f64; 14] = {
 #[inline(always)]
 pub fn exp_nonpositive_f64(x: f64) -> f64 {
     const SHIFT: f64 = 6_755_399_441_055_744.0;
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const LN2_HI: f64 = 0.693_147_180_369_123_8; // 0x3FE62E42FEE00000: 21 trailing zero bits
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let t = x * std::f64::consts::LOG2_E + SHIFT;
     let n = t - SHIFT;
     let r = (x - n * LN2_HI) - n * LN2_LO;
@@ -188,7 +188,7 @@ pub fn exp_nonpositive_f64(x: f64) -> f64 {
 #[inline(always)]
 pub fn exp_nonpositive_f32(x: f32) -> f32 {
     const SHIFT: f32 = 12_582_912.0;
-    const LN2_HI: f32 = 0.693_359_375;
+    const LN2_HI: f32 = 0.693_359_4; // exactly 355/512
     const LN2_LO: f32 = -2.121_944_4e-4;
     let t = x * std::f32::consts::LOG2_E + SHIFT;
     let n = t - SHIFT;
