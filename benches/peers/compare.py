@@ -407,7 +407,7 @@ def skip_reason(impl, t, shape, args, limit_bytes):
         return f"HF with output_attentions above --hf-max-tokens {args.hf_max_tokens}"
     need = memory_estimate(impl, shape, t, min(args.llama_ubatch or t, t))
     if limit_bytes is not None and need > limit_bytes:
-        return f"estimated {need / 1e9:.1f} GB above --max-memory-gb {limit_bytes / 1e9:.1f}"
+        return f"estimated {need / 1e9:.2f} GB above --max-memory-gb {limit_bytes / 1e9:.2f}"
     return None
 
 
