@@ -297,6 +297,66 @@ fn block_swap_mixed_head_scores_below_one() {
     assert!(s.s_pos < 0.999 && s.s_sym < 0.999, "{s:?}");
 }
 
+/// The definition sheet's scores use block *means* and weights `softmax(|mean_a − mean_b| / τ_means)`; the
+/// analysis uses block *masses* (mean × block length `L`) so that `τ` means the same at every context length.
+/// Both give the same head scores when `τ = τ_means · L`: checked here against the definition computed directly
+/// from attention rows, on mixed heads (where neither score is 1) and two context lengths.
+#[test]
+fn block_swap_scores_on_masses_are_the_definitions_on_means_at_scaled_temperature() {
+    for (n_ctx, seed) in [(SWAP_CONTEXT, 1), (4 * SWAP_CONTEXT, 2)] {
+        let head = Head::random(Kind::Mixed, n_ctx, seed);
+        let len = n_ctx / SWAP_BLOCKS;
+        let means = |row: Vec<f64>| -> Vec<f64> {
+            row.chunks(len)
+                .map(|b| b.iter().sum::<f64>() / len as f64)
+                .collect()
+        };
+        let identity: Vec<usize> = (0..n_ctx).collect();
+        let before = means(head.attend(&identity));
+        let tau_means = DEFAULT_SWAP_TEMPERATURE / len as f64;
+        let (mut gaps, mut pos, mut sym) = (Vec::new(), Vec::new(), Vec::new());
+        for a in 0..SWAP_BLOCKS {
+            for b in a + 1..SWAP_BLOCKS {
+                let mut perm = identity.clone();
+                for t in 0..len {
+                    perm.swap(a * len + t, b * len + t);
+                }
+                let after = means(head.attend(&perm));
+                let (v, w) = ((before[a], before[b]), (after[a], after[b]));
+                let norm = (v.0 * v.0 + v.1 * v.1).sqrt() * (w.0 * w.0 + w.1 * w.1).sqrt();
+                pos.push((w.0 * v.0 + w.1 * v.1) / norm);
+                sym.push((w.0 * v.1 + w.1 * v.0) / norm);
+                gaps.push((before[a] - before[b]).abs() / tau_means);
+            }
+        }
+        let max = gaps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = gaps.iter().map(|g| (g - max).exp()).collect();
+        let total: f64 = e.iter().sum();
+        let want_pos: f64 = e.iter().zip(&pos).map(|(e, s)| e * s).sum::<f64>() / total;
+        let want_sym: f64 = e.iter().zip(&sym).map(|(e, s)| e * s).sum::<f64>() / total;
+        let got = block_swap_scores(n_ctx, SWAP_BLOCKS, DEFAULT_SWAP_TEMPERATURE, |p| {
+            head.attend(p)
+        })
+        .unwrap();
+        assert!(
+            (got.s_pos - want_pos).abs() < SWAP_TOL && (got.s_sym - want_sym).abs() < SWAP_TOL,
+            "{got:?} {want_pos} {want_sym}"
+        );
+        // The same τ applied to means instead weighs the swaps differently: the choice is visible.
+        let unscaled = block_swap_scores(
+            n_ctx,
+            SWAP_BLOCKS,
+            DEFAULT_SWAP_TEMPERATURE / len as f64,
+            |p| head.attend(p),
+        )
+        .unwrap();
+        assert!(
+            (unscaled.s_pos - want_pos).abs() > 1e-6,
+            "{unscaled:?} {want_pos}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- Theorems 2–5 (Index and Retrieval)
 
 /// Relative step around computed amplitude thresholds (see Thm 5.3's check for the reasoning).

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Mutation testing of the theory code with cargo-mutants: does every change to a construction or a measurement
+# make some test fail?
+#
+#   theory/mutants.sh AREA [SHARD]
+#
+# AREA is `theory` (src/theory/, checked by tests/theory_*.rs), `analysis` (src/analysis/, by the theory and
+# analysis tests) or `train` (src/train/, by tests/train_*.rs). SHARD (`k/n`, default `0/1`: every mutant)
+# runs every n-th mutant from the k-th, round robin, so a shard is an even sample of the area.
+#
+# The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched) with its own
+# target directory under ~/.cache/ropescope/mutants (ROPESCOPE_CACHE overrides the root). `train` and the other
+# crate-private modules are declared through `internal_mod!` in src/lib.rs, which cargo-mutants does not expand,
+# so the copy's declarations are first written out as plain `pub mod` lines (the tests build with the
+# `internals` feature, where they are public anyway). Results: mutants.out/ in that cache directory; the
+# survivors (`missed.txt`) are printed at the end. Install the tool once with `cargo install --locked
+# cargo-mutants`. theory/README.md lists the survivors of the last run and why each is acceptable.
+set -euo pipefail
+
+area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n]}"
+shard="${2:-0/1}"
+case "$area" in
+    theory) tests=(--test 'theory_*') ;;
+    analysis) tests=(--test 'theory_*' --test 'analysis_*' --lib) ;;
+    train) tests=(--test 'train_*' --lib) ;;
+    *) echo "unknown area '$area': theory, analysis or train" >&2; exit 2 ;;
+esac
+command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install --locked cargo-mutants" >&2; exit 2; }
+
+root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+cache="${ROPESCOPE_CACHE:-$HOME/.cache/ropescope}/mutants/$area-${shard//\//-of-}"
+mkdir -p "$cache"
+copy="$(mktemp -d)/ropescope"
+git -C "$root" worktree add --detach --quiet "$copy" HEAD
+trap 'git -C "$root" worktree remove --force "$copy"' EXIT
+
+# `internal_mod! { a; b; }` -> `pub mod a; pub mod b;`, for cargo-mutants' module walk.
+python3 - "$copy/src/lib.rs" <<'EOF'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+block = re.search(r"^internal_mod! \{\n(.*?)^\}\n", text, re.S | re.M)
+names = re.findall(r"(\w+);", block.group(1))
+text = text.replace(block.group(0), "".join(f"pub mod {n};\n" for n in names))
+open(path, "w").write(text)
+EOF
+
+cd "$copy"
+status=0
+CARGO_TARGET_DIR="$cache/target" cargo mutants --in-place -f "src/$area/**/*.rs" -f "src/$area/*.rs" \
+    --shard "$shard" --sharding round-robin -o "$cache" -- "${tests[@]}" || status=$?
+echo "mutants.out: $cache/mutants.out"
+echo "survivors:"
+cat "$cache/mutants.out/missed.txt"
+# cargo-mutants exits 2 when mutants survive and 3 on timeouts: the lists above are the result.
+exit "$status"
