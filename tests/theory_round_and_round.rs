@@ -547,6 +547,33 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// The construction's relative logit `c(δ)` is the RoPE logit of `ψ` against itself `δ` positions apart,
+    /// divided by `|ψ|²`, for a `ψ` of any norm: it depends on `ψ`'s direction only (the theorem's checks above
+    /// pass unit directions, where a wrong normalisation would not show).
+    #[test]
+    fn thm_5_3_relative_logit_is_the_self_logit_over_the_norm(
+        half_dim in 1usize..5,
+        log_base in 1.0f64..4.0,
+        adjacent in any::<bool>(),
+        log_scale in -1.0f64..1.0,
+        delta in -40i64..40,
+        seed in any::<u64>(),
+    ) {
+        let rotation = Rotation::rope(RopeSpec::new(2 * half_dim, 10f64.powf(log_base), pairing(adjacent)));
+        let psi = scaled(&gaussian(&mut rng(seed), 2 * half_dim), 10f64.powf(log_scale));
+        let want = rotation.logit(&psi, delta.unsigned_abs() as usize, &psi, 0) / norm_sq(&psi);
+        prop_assert!((relative_logit(&rotation, &psi, delta) - want).abs() <= RELATIVE_LOGIT_TOL);
+        prop_assert!((relative_logit(&rotation, &psi, delta) - relative_logit(&rotation, &unit(&psi), delta)).abs() <= RELATIVE_LOGIT_TOL);
+    }
+}
+
+/// Absolute tolerance of `c(δ)` (a weighted mean of cosines, `|c| ≤ 1`) against the rotated logit: rounding of a
+/// few dozen operations.
+const RELATIVE_LOGIT_TOL: f64 = 1e-12;
+
 /// Relative tolerance of "the sufficient norm equals the exact threshold": the bisection stops at adjacent floats,
 /// but the threshold's own conditioning, `1/(1 − c)` with `c` up to 1 − 10⁻⁴ here, costs up to four more digits.
 const SUFFICIENT_ATTAINED_REL_TOL: f64 = 1e-9;
