@@ -107,3 +107,19 @@ fn p_rope_rotated_chunk_depends_on_distance() {
         assert!((near - far).abs() > 1e-6, "chunk {l}: {near} vs {far}");
     }
 }
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// The chunk contributions the p-RoPE checks compare add up to the whole dot product, under both pairings.
+    #[test]
+    fn p_rope_chunk_contributions_add_up_to_the_dot_product(
+        half_dim in 1usize..33,
+        adjacent in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let (spec, _, q, k) = instance(half_dim, adjacent, seed);
+        let total: f64 = (0..spec.n_chunks()).map(|l| chunk_contribution(&spec, &q, &k, l)).sum();
+        prop_assert!((total - dot(&q, &k)).abs() <= 1e-12 * (1.0 + dot(&q, &q).sqrt() * dot(&k, &k).sqrt()));
+    }
+}

@@ -13,7 +13,7 @@ use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::theory::head::Rotation;
 use ropescope::theory::positional::{
     competitor_offsets, construction, key_peaking_at_distance, relative_logit,
-    required_norm_squared, sufficient_scale, PositionalPattern,
+    required_norm_squared, sharpness_threshold, sufficient_scale, PositionalPattern,
 };
 use ropescope::theory::rotation::{distance_to_multiple_of_two_pi, nearest_return, rounding_bound};
 use ropescope::theory::semantic_channel::break_channel;
@@ -89,6 +89,30 @@ fn lemma_a1_fails_for_rational_multiple_of_two_pi() {
     assert_eq!(closest.n, 7);
     assert!(closest.distance <= rounding_bound(g, 1000));
     assert!(distance_to_multiple_of_two_pi(7.0 * g) <= rounding_bound(g, 7));
+}
+
+/// The rounding bound is sound and small: for true returns (`g = 2π p/q`, `n = q m`) the computed distance is
+/// within it, and it stays a few units of `n g`'s last place (at most `4 (n g + π) ε`), so that a distance above it
+/// in the checks above is a real non-return, not one hidden under a loose bound.
+#[test]
+fn lemma_a1_rounding_bound_covers_true_returns_and_is_a_few_ulps() {
+    for q in 1u32..40 {
+        for p in 1..q {
+            let g = TAU * p as f64 / q as f64;
+            for m in 1..50u64 {
+                let n = q as u64 * m;
+                let bound = rounding_bound(g, n);
+                assert!(
+                    distance_to_multiple_of_two_pi(n as f64 * g) <= bound,
+                    "g = 2π·{p}/{q}, n = {n}"
+                );
+                assert!(
+                    bound <= 4.0 * (n as f64 * g + PI) * f64::EPSILON,
+                    "g = 2π·{p}/{q}, n = {n}: {bound}"
+                );
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- Lemma A.3
@@ -573,6 +597,28 @@ proptest! {
 /// Absolute tolerance of `c(δ)` (a weighted mean of cosines, `|c| ≤ 1`) against the rotated logit: rounding of a
 /// few dozen operations.
 const RELATIVE_LOGIT_TOL: f64 = 1e-12;
+
+/// The closed-form scale is defined exactly where the exact threshold is: `0 < ε < 1/2`, at least one
+/// competitor, every competitor's cosine below 1.
+#[test]
+fn thm_5_3_sufficient_scale_is_defined_where_the_threshold_is() {
+    for eps in [0.25, 0.0, -0.1, 0.5, 0.75, f64::NAN] {
+        for cosines in [&[0.3, -0.2][..], &[], &[0.3, 1.0]] {
+            let defined =
+                eps > 0.0 && eps < 0.5 && !cosines.is_empty() && cosines.iter().all(|&c| c < 1.0);
+            assert_eq!(
+                sufficient_scale(cosines, eps).is_some(),
+                defined,
+                "ε = {eps}, {cosines:?}"
+            );
+            assert_eq!(
+                sharpness_threshold(cosines, eps).is_some(),
+                defined,
+                "ε = {eps}, {cosines:?}"
+            );
+        }
+    }
+}
 
 /// Relative tolerance of "the sufficient norm equals the exact threshold": the bisection stops at adjacent floats,
 /// but the threshold's own conditioning, `1/(1 − c)` with `c` up to 1 − 10⁻⁴ here, costs up to four more digits.
