@@ -21,9 +21,9 @@ area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n]}"
 shard="${2:-0/1}"
 # The test targets each area's mutants are judged by; given to the build too, so that a mutant rebuilds only them.
 case "$area" in
-    theory) tests=(--cargo-arg=--test=theory_*) ;;
-    analysis) tests=(--cargo-arg=--test=theory_* --cargo-arg=--test=analysis_* --cargo-arg=--lib) ;;
-    train) tests=(--cargo-arg=--test=train_* --cargo-arg=--lib) ;;
+    theory) tests=('--cargo-arg=--test=theory_*') ;;
+    analysis) tests=('--cargo-arg=--test=theory_*' '--cargo-arg=--test=analysis_*' --cargo-arg=--lib) ;;
+    train) tests=('--cargo-arg=--test=train_*' --cargo-arg=--lib) ;;
     *) echo "unknown area '$area': theory, analysis or train" >&2; exit 2 ;;
 esac
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install --locked cargo-mutants" >&2; exit 2; }
