@@ -16,7 +16,8 @@ const FD_STEP: f64 = 1e-5;
 /// Largest accepted `|analytic − numeric| / max(1, |numeric|)`.
 const FD_TOLERANCE: f64 = 1e-6;
 
-fn check<O: Objective>(objective: &O, params: &[f64]) {
+/// The worst `|analytic − numeric| / max(1, |numeric|)` over every parameter.
+fn worst_gradient_error<O: Objective>(objective: &O, params: &[f64]) -> f64 {
     let (_, grad) = objective.loss_and_grad(params);
     let mut worst = 0.0f64;
     for i in 0..params.len() {
@@ -28,10 +29,33 @@ fn check<O: Objective>(objective: &O, params: &[f64]) {
         let numeric = (up - down) / (2.0 * FD_STEP);
         worst = worst.max((grad[i] - numeric).abs() / numeric.abs().max(1.0));
     }
+    worst
+}
+
+fn check<O: Objective>(objective: &O, params: &[f64]) {
+    let worst = worst_gradient_error(objective, params);
     assert!(
         worst < FD_TOLERANCE,
         "worst relative gradient error {worst:e}"
     );
+}
+
+/// An objective whose gradient is off by `error` in one component: what a back-propagation bug looks like.
+struct Corrupted<'a, O> {
+    inner: &'a O,
+    component: usize,
+    error: f64,
+}
+
+impl<O: Objective> Objective for Corrupted<'_, O> {
+    fn n_params(&self) -> usize {
+        self.inner.n_params()
+    }
+    fn loss_and_grad(&self, params: &[f64]) -> (f64, Vec<f64>) {
+        let (loss, mut grad) = self.inner.loss_and_grad(params);
+        grad[self.component] += self.error;
+        (loss, grad)
+    }
 }
 
 fn random_params(n: usize, scale: f64, rng: &mut ChaCha8Rng) -> Vec<f64> {
@@ -84,4 +108,35 @@ fn gated_head_gradient_matches_finite_differences() {
         let params = random_params(head.n_params(), 0.8, &mut rng);
         check(&loss, &params);
     }
+}
+
+/// Negative control: the finite-difference check fails on a gradient corrupted by 10 × its tolerance in a single
+/// component (the last one), so it cannot pass vacuously; the uncorrupted gradient passes at the same point.
+#[test]
+fn gradient_check_fails_on_a_corrupted_gradient() {
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let emb = embeddings(EmbeddingGeometry::Cone { half_angle: 0.6 }, 10, 6, &mut rng);
+    let head = SlashHead::new(emb, 8, 3.0);
+    let source = MarkovSource::new(10, 3, &mut rng);
+    let prompts: Vec<Vec<usize>> = (0..3).map(|_| source.sample(7, &mut rng)).collect();
+    let rope = GatedRope::new(
+        RopeSpec::new(8, 100.0, Pairing::HalfSplit),
+        ChunkGate::from_chunks(4, &[0, 1, 2, 3]).unwrap(),
+        7,
+    );
+    let task = OffsetTask {
+        head: &head,
+        rope: &rope,
+        prompts: &prompts,
+        offset: 2,
+    };
+    let params = random_params(head.n_params(), 0.8, &mut rng);
+    assert!(worst_gradient_error(&task, &params) < FD_TOLERANCE);
+    let corrupted = Corrupted {
+        inner: &task,
+        component: head.n_params() - 1,
+        error: 10.0 * FD_TOLERANCE,
+    };
+    let worst = worst_gradient_error(&corrupted, &params);
+    assert!(worst >= FD_TOLERANCE, "corruption not detected: {worst:e}");
 }
