@@ -62,13 +62,20 @@ fn random_params(n: usize, scale: f64, rng: &mut ChaCha8Rng) -> Vec<f64> {
     (0..n).map(|_| rng.random_range(-scale..scale)).collect()
 }
 
+/// A small slash head (cone embeddings of 10 tokens in 6 dimensions, head dimension 8) and three 7-token
+/// prompts from a Markov source.
+fn slash_head_instance(rng: &mut ChaCha8Rng) -> (SlashHead, Vec<Vec<usize>>) {
+    let emb = embeddings(EmbeddingGeometry::Cone { half_angle: 0.6 }, 10, 6, rng);
+    let head = SlashHead::new(emb, 8, 3.0);
+    let source = MarkovSource::new(10, 3, rng);
+    let prompts = (0..3).map(|_| source.sample(7, rng)).collect();
+    (head, prompts)
+}
+
 #[test]
 fn slash_head_gradient_matches_finite_differences() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let emb = embeddings(EmbeddingGeometry::Cone { half_angle: 0.6 }, 10, 6, &mut rng);
-    let head = SlashHead::new(emb, 8, 3.0);
-    let source = MarkovSource::new(10, 3, &mut rng);
-    let prompts: Vec<Vec<usize>> = (0..3).map(|_| source.sample(7, &mut rng)).collect();
+    let (head, prompts) = slash_head_instance(&mut rng);
     let gate = ChunkGate::from_chunks(4, &[0, 1, 3]).unwrap();
     for pairing in [Pairing::HalfSplit, Pairing::Adjacent] {
         let rope = GatedRope::new(RopeSpec::new(8, 100.0, pairing), gate.clone(), 7);
@@ -115,10 +122,7 @@ fn gated_head_gradient_matches_finite_differences() {
 #[test]
 fn gradient_check_fails_on_a_corrupted_gradient() {
     let mut rng = ChaCha8Rng::seed_from_u64(13);
-    let emb = embeddings(EmbeddingGeometry::Cone { half_angle: 0.6 }, 10, 6, &mut rng);
-    let head = SlashHead::new(emb, 8, 3.0);
-    let source = MarkovSource::new(10, 3, &mut rng);
-    let prompts: Vec<Vec<usize>> = (0..3).map(|_| source.sample(7, &mut rng)).collect();
+    let (head, prompts) = slash_head_instance(&mut rng);
     let rope = GatedRope::new(
         RopeSpec::new(8, 100.0, Pairing::HalfSplit),
         ChunkGate::from_chunks(4, &[0, 1, 2, 3]).unwrap(),
