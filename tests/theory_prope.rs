@@ -9,7 +9,7 @@ use ropescope::theory::head::{dot, Rotation};
 use ropescope::theory::prope::{
     chunk_contribution, masked_logit, p_rope_mask, reversed_p_rope_mask, rotating_chunks,
 };
-use theory_support::{config, gaussian, rng};
+use theory_support::{config, gaussian, rng, rotated};
 
 /// Positions tabulated for the p-RoPE checks.
 const N_POS: usize = 512;
@@ -33,13 +33,6 @@ fn instance(
         gaussian(&mut rng, 2 * half_dim),
     );
     (spec, table, q, k)
-}
-
-/// `R_mask^pos x`.
-fn rotated(table: &RopeTable<f64>, mask: &[bool], x: &[f64], pos: usize) -> Vec<f64> {
-    let mut y = x.to_vec();
-    table.rotate_masked(&mut y, pos, mask);
-    y
 }
 
 proptest! {

@@ -15,7 +15,7 @@ use ropescope::theory::head::{dot, Rotation};
 use ropescope::theory::positional::{construction, required_norm_squared, PositionalPattern};
 use ropescope::theory::prope::{p_rope_mask, reversed_p_rope_mask, rotating_chunks};
 use ropescope::theory::semantic_channel::break_channel;
-use theory_support::{scaled, unit};
+use theory_support::{rotated, scaled, unit};
 
 /// Head dimension `d` of every construction: 16 chunks.
 const HEAD_DIM: usize = 32;
@@ -76,13 +76,6 @@ fn table_1() -> [Column; 3] {
 
 fn spec() -> RopeSpec {
     RopeSpec::new(HEAD_DIM, BASE, PAIRING)
-}
-
-/// `R_mask^pos x` through the engine's table.
-fn rotated(table: &RopeTable<f64>, mask: &[bool], x: &[f64], pos: usize) -> Vec<f64> {
-    let mut y = x.to_vec();
-    table.rotate_masked(&mut y, pos, mask);
-    y
 }
 
 /// Softmax written out: `exp(a_j − max a) / Σ_k exp(a_k − max a)`.

@@ -5,6 +5,7 @@ use proptest::test_runner::{Config, RngSeed};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
+use ropescope::rope::RopeTable;
 
 /// The seed of every property test and every sampled check: runs are reproducible on any machine.
 pub const SEED: u64 = 0x0005_EED0_F7E0;
@@ -43,4 +44,11 @@ pub fn scaled(v: &[f64], s: f64) -> Vec<f64> {
 /// `|v|²`.
 pub fn norm_sq(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum()
+}
+
+/// `R_mask^pos x` through the engine's table (chunks whose mask entry is false stay unrotated).
+pub fn rotated(table: &RopeTable<f64>, mask: &[bool], x: &[f64], pos: usize) -> Vec<f64> {
+    let mut y = x.to_vec();
+    table.rotate_masked(&mut y, pos, mask);
+    y
 }
