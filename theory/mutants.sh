@@ -8,8 +8,9 @@
 # analysis tests) or `train` (src/train/, by tests/train_*.rs). SHARD (`k/n`, default `0/1`: every mutant)
 # runs every n-th mutant from the k-th, round robin, so a shard is an even sample of the area.
 #
-# The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched) with its own
-# target directory under ~/.cache/ropescope/mutants (ROPESCOPE_CACHE overrides the root). `train` and the other
+# The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched). Its target
+# directory, ~/.cache/ropescope/mutants/target (ROPESCOPE_CACHE overrides the root), is shared by every run, so
+# only the first builds the dependencies; results go to a directory per area and shard beside it. `train` and the other
 # crate-private modules are declared through `internal_mod!` in src/lib.rs, which cargo-mutants does not expand,
 # so the copy's declarations are first written out as plain `pub mod` lines (the tests build with the
 # `internals` feature, where they are public anyway). Results: mutants.out/ in that cache directory; the
@@ -29,7 +30,8 @@ esac
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install --locked cargo-mutants" >&2; exit 2; }
 
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
-cache="${ROPESCOPE_CACHE:-$HOME/.cache/ropescope}/mutants/$area-${shard//\//-of-}"
+mutants="${ROPESCOPE_CACHE:-$HOME/.cache/ropescope}/mutants"
+cache="$mutants/$area-${shard//\//-of-}"
 mkdir -p "$cache"
 copy="$(mktemp -d)/ropescope"
 git -C "$root" worktree add --detach --quiet "$copy" HEAD
@@ -48,7 +50,7 @@ EOF
 
 cd "$copy"
 status=0
-CARGO_TARGET_DIR="$cache/target" cargo mutants --in-place -f "src/$area/**/*.rs" -f "src/$area/*.rs" \
+CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place -f "src/$area/**/*.rs" -f "src/$area/*.rs" \
     --shard "$shard" --sharding round-robin -o "$cache" "${tests[@]}" || status=$?
 echo "mutants.out: $cache/mutants.out"
 echo "survivors:"
