@@ -607,3 +607,30 @@ fn thm_7_high_frequency_breaks_u_shape() {
     let profile = index_answer_profile(1.0, 5.0, 24);
     assert!(!is_u_shaped(&profile), "{profile:?}");
 }
+
+/// `is_u_shaped` on hand-made shapes: a descent, then an ascent, with at most one tie at the bottom. A profile
+/// that never descends (rising, or flat and then rising) is not a U however it ends.
+#[test]
+fn is_u_shaped_accepts_exactly_the_documented_shapes() {
+    let u: [&[f64]; 3] = [
+        &[3.0, 1.0, 2.0],
+        &[3.0, 1.0, 1.0, 2.0],
+        &[5.0, 4.0, 1.0, 2.0, 6.0],
+    ];
+    for values in u {
+        assert!(is_u_shaped(values), "{values:?}");
+    }
+    let not_u: [&[f64]; 8] = [
+        &[1.0, 2.0, 3.0],
+        &[1.0, 1.0, 2.0],
+        &[3.0, 2.0, 1.0],
+        &[3.0, 1.0, 1.0],
+        &[3.0, 1.0, 1.0, 1.0, 2.0],
+        &[3.0, 1.0, 2.0, 1.5],
+        &[3.0, 1.0],
+        &[],
+    ];
+    for values in not_u {
+        assert!(!is_u_shaped(values), "{values:?}");
+    }
+}
