@@ -2,11 +2,13 @@
 # Mutation testing of the theory code with cargo-mutants: does every change to a construction or a measurement
 # make some test fail?
 #
-#   theory/mutants.sh AREA [SHARD]
+#   theory/mutants.sh AREA [SHARD [MODULE...]]
 #
 # AREA is `theory` (src/theory/, checked by tests/theory_*.rs), `analysis` (src/analysis/, by the theory and
 # analysis tests) or `train` (src/train/, by tests/train_*.rs). SHARD (`k/n`, default `0/1`: every mutant)
-# runs every n-th mutant from the k-th, round robin, so a shard is an even sample of the area.
+# runs every n-th mutant from the k-th, round robin, so a shard is an even sample of the area. MODULEs (file
+# names in the area, without `.rs`) restrict the run to those files, e.g. the measurements the theory checks
+# use: `theory/mutants.sh analysis 0/1 cone fourier posym rank slash softmax`.
 #
 # The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched). Its target
 # directory, ~/.cache/ropescope/mutants/target (ROPESCOPE_CACHE overrides the root), is shared by every run, so
@@ -18,8 +20,9 @@
 # cargo-mutants`. theory/README.md lists the survivors of the last run and why each is acceptable.
 set -euo pipefail
 
-area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n]}"
+area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n [module...]]}"
 shard="${2:-0/1}"
+modules=("${@:3}")
 # The test targets each area's mutants are judged by; given to the build too, so that a mutant rebuilds only them.
 case "$area" in
     theory) tests=('--cargo-arg=--test=theory_*') ;;
@@ -32,6 +35,15 @@ command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: c
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 mutants="${ROPESCOPE_CACHE:-$HOME/.cache/ropescope}/mutants"
 cache="$mutants/$area-${shard//\//-of-}"
+files=(-f "src/$area/**/*.rs" -f "src/$area/*.rs")
+if ((${#modules[@]})); then
+    cache+="-$(IFS=-; echo "${modules[*]}")"
+    files=()
+    for m in "${modules[@]}"; do
+        [[ -f "$root/src/$area/$m.rs" ]] || { echo "no module src/$area/$m.rs" >&2; exit 2; }
+        files+=(-f "src/$area/$m.rs")
+    done
+fi
 mkdir -p "$cache"
 copy="$(mktemp -d)/ropescope"
 git -C "$root" worktree add --detach --quiet "$copy" HEAD
@@ -50,7 +62,7 @@ EOF
 
 cd "$copy"
 status=0
-CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place -f "src/$area/**/*.rs" -f "src/$area/*.rs" \
+CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place "${files[@]}" \
     --shard "$shard" --sharding round-robin -o "$cache" "${tests[@]}" || status=$?
 echo "mutants.out: $cache/mutants.out"
 echo "survivors:"
