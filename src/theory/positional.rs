@@ -79,12 +79,11 @@ pub fn competitor_offsets(pattern: PositionalPattern, n: usize) -> Vec<i64> {
 ///
 /// `None` when `ε ∉ (0, 1/2)`, there are no competitors, or some `c_k ≥ 1` (a tie no scale can break).
 pub fn sharpness_threshold(cosines: &[f64], eps: f64) -> Option<f64> {
-    if !(eps > 0.0 && eps < 0.5) || cosines.is_empty() || cosines.iter().any(|&c| c >= 1.0) {
-        return None;
-    }
+    // `sufficient_scale` refuses exactly these inputs, and brackets the root from above.
+    let mut hi = sufficient_scale(cosines, eps)?;
     let goal = eps / (1.0 - eps);
     let excess = |s: f64| cosines.iter().map(|&c| (s * (c - 1.0)).exp()).sum::<f64>() - goal;
-    let (mut lo, mut hi) = (0.0, sufficient_scale(cosines, eps)?);
+    let mut lo = 0.0;
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
         if mid <= lo || mid >= hi {
