@@ -804,6 +804,20 @@ fn thm_6_1_short_sequence_low_frequency_head_survives_every_rearrangement() {
     }
 }
 
+/// `break_channel` takes its target strictly between the first position (the sink, never moved) and the query's
+/// own: the target 0, `i` and beyond are refused, and so is an empty sequence, where a target in range breaks.
+#[test]
+fn thm_6_1_break_channel_refuses_targets_outside_the_movable_positions() {
+    let g = 1.0;
+    let i = long_enough(g, 0);
+    let (q, keys) = semantic_head(g, i, 1, SEED, &POSITIVE_TARGET);
+    assert!(break_channel(g, q, &keys, 1).is_some());
+    for target in [0, i, i + 1] {
+        assert_eq!(break_channel(g, q, &keys, target), None, "target {target}");
+    }
+    assert_eq!(break_channel(g, q, &[], 0), None);
+}
+
 // ---------------------------------------------------------------- numbers stated in the text
 
 /// Relative tolerance on a number the text rounds to two or three significant figures.

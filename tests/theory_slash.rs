@@ -481,6 +481,19 @@ fn slash_noise_bound_is_attained_by_worst_case_noise() {
     }
 }
 
+/// `slash_deviation_bound` refuses what it cannot bound, each defect alone: `Δ ≥ n`, fewer row bounds than rows, an
+/// attention matrix that is not `n × n`.
+#[test]
+fn slash_deviation_bound_refuses_inconsistent_inputs() {
+    let n = 3;
+    let attention = [1.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.2, 0.3, 0.5];
+    let eta = [0.1; 3];
+    assert!(slash_deviation_bound(&attention, n, 1, &eta).is_some());
+    assert_eq!(slash_deviation_bound(&attention, n, n, &eta), None);
+    assert_eq!(slash_deviation_bound(&attention, n, 1, &eta[..2]), None);
+    assert_eq!(slash_deviation_bound(&attention[..8], n, 1, &eta), None);
+}
+
 /// The noise bound is approached in the toy model itself: first-order worst-case query noise (unit norm per
 /// token) moves the slash score by at least `bound / TOY_NOISE_TIGHTNESS` at every σ, where Gaussian noise
 /// stays 24–600 times below it. What is left is the toy's geometry: the other keys do not point against the target.

@@ -119,7 +119,12 @@ pub fn minimal_slash_budget(
         return Some(0.0);
     }
     let (mut lo, mut hi) = (0.0, max_budget);
-    while hi - lo > 1e-10 * hi {
+    // At most 200 halvings: enough for the relative width unless the answer is below 2⁻¹⁶⁰ of `max_budget`, and
+    // a search that cannot converge still ends.
+    for _ in 0..200 {
+        if hi - lo <= 1e-10 * hi {
+            break;
+        }
         let mid = 0.5 * (lo + hi);
         if reaches(mid)? {
             hi = mid;
