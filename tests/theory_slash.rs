@@ -481,6 +481,28 @@ fn slash_noise_bound_is_attained_by_worst_case_noise() {
     }
 }
 
+/// The per-row logit bound is attained when the query, the key and every noise vector point the same way (RoPE
+/// turns a query and a key by the same angle at equal positions, so this is the diagonal's geometry): the logit
+/// moves by exactly `σ (|q| |m_j| + |n_i| |k|) + σ² |n_i| |m_j|`, most at the largest key noise so far.
+#[test]
+fn slash_logit_perturbation_bound_is_attained_by_aligned_noise() {
+    let (q, k) = (1.5, 0.7);
+    let query_noise = [0.3, 2.0, 0.5, 1.1];
+    let key_noise = [0.9, 0.2, 1.7, 0.4];
+    for sigma in [0.1, 1.0, 3.0] {
+        let eta = rank_one_logit_perturbation(q, k, &query_noise, &key_noise, sigma);
+        for (i, &bound) in eta.iter().enumerate() {
+            let moved = (0..=i)
+                .map(|j| ((q + sigma * query_noise[i]) * (k + sigma * key_noise[j]) - q * k).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                (bound - moved).abs() <= EXACT_TOL,
+                "σ={sigma} row {i}: {bound} vs {moved}"
+            );
+        }
+    }
+}
+
 /// `slash_deviation_bound` refuses what it cannot bound, each defect alone: `Δ ≥ n`, fewer row bounds than rows, an
 /// attention matrix that is not `n × n`.
 #[test]
