@@ -805,7 +805,7 @@ fn thm_6_1_short_sequence_low_frequency_head_survives_every_rearrangement() {
 }
 
 /// `break_channel` takes its target strictly between the first position (the sink, never moved) and the query's
-/// own: the target 0, `i` and beyond are refused, and so is an empty sequence, where a target in range breaks.
+/// own: targets 0, `i` and beyond are refused, as is an empty sequence, while a target in range is broken.
 #[test]
 fn thm_6_1_break_channel_refuses_targets_outside_the_movable_positions() {
     let g = 1.0;

@@ -481,9 +481,8 @@ fn slash_noise_bound_is_attained_by_worst_case_noise() {
     }
 }
 
-/// The per-row logit bound is attained when the query, the key and every noise vector point the same way (RoPE
-/// turns a query and a key by the same angle at equal positions, so this is the diagonal's geometry): the logit
-/// moves by exactly `σ (|q| |m_j| + |n_i| |k|) + σ² |n_i| |m_j|`, most at the largest key noise so far.
+/// The per-row logit bound is attained when the rotated query, key and noise vectors all point the same way (the
+/// bound sees only norms, which RoPE preserves; here they are numbers on one axis): the logit moves by exactly `σ (|q| |m_j| + |n_i| |k|) + σ² |n_i| |m_j|`, most at the largest key noise so far.
 #[test]
 fn slash_logit_perturbation_bound_is_attained_by_aligned_noise() {
     let (q, k) = (1.5, 0.7);

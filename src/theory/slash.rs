@@ -39,7 +39,8 @@ pub fn rank_one_logit_perturbation(
 /// other logit of the row by `∓η_i`, so no smaller bound holds for every perturbation within the `η_i`.
 /// (The cruder `S (e^{2η_i} − 1)` exceeds it by the factor `(1 + min(S, 1−S) u)/(1 − S)`, unbounded as
 /// `S → 1`.) The result is `1/(n−Δ) Σ_{i ≥ Δ}` of the row bounds. `attention` is the unperturbed row-major
-/// `n × n` matrix. `None` when `Δ ≥ n` or `row_bounds` is shorter than `n`.
+/// `n × n` matrix. `None` when `Δ ≥ n`, `row_bounds` is shorter than `n` or
+/// `attention` is not `n × n`.
 pub fn slash_deviation_bound(
     attention: &[f64],
     n: usize,
