@@ -72,13 +72,19 @@ fn slash_head_instance(rng: &mut ChaCha8Rng) -> (SlashHead, Vec<Vec<usize>>) {
     (head, prompts)
 }
 
+/// The gated RoPE of [`slash_head_instance`]: its head dimension 8, base 100, its prompts' 7 positions, and the
+/// chunks `chunks` of 4 open.
+fn slash_head_rope(pairing: Pairing, chunks: &[usize]) -> GatedRope {
+    let gate = ChunkGate::from_chunks(4, chunks).unwrap();
+    GatedRope::new(RopeSpec::new(8, 100.0, pairing), gate, 7)
+}
+
 #[test]
 fn slash_head_gradient_matches_finite_differences() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (head, prompts) = slash_head_instance(&mut rng);
-    let gate = ChunkGate::from_chunks(4, &[0, 1, 3]).unwrap();
     for pairing in [Pairing::HalfSplit, Pairing::Adjacent] {
-        let rope = GatedRope::new(RopeSpec::new(8, 100.0, pairing), gate.clone(), 7);
+        let rope = slash_head_rope(pairing, &[0, 1, 3]);
         let task = OffsetTask {
             head: &head,
             rope: &rope,
@@ -123,11 +129,7 @@ fn gated_head_gradient_matches_finite_differences() {
 fn gradient_check_fails_on_a_corrupted_gradient() {
     let mut rng = ChaCha8Rng::seed_from_u64(13);
     let (head, prompts) = slash_head_instance(&mut rng);
-    let rope = GatedRope::new(
-        RopeSpec::new(8, 100.0, Pairing::HalfSplit),
-        ChunkGate::from_chunks(4, &[0, 1, 2, 3]).unwrap(),
-        7,
-    );
+    let rope = slash_head_rope(Pairing::HalfSplit, &[0, 1, 2, 3]);
     let task = OffsetTask {
         head: &head,
         rope: &rope,
