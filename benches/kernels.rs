@@ -1,12 +1,14 @@
-//! The machine's FMA peak and the engine's projection GEMMs as a fraction of it, beside faer run two ways.
+//! The machine's FMA peak and the engine's projection GEMMs as a fraction of it, beside matrixmultiply and faer.
 //!
 //! For the widest instruction set the CPU runs (`Isa::best`) and each precision: the register-only FMA peak at
 //! one thread and at the pool's thread count (`linalg::peak`), then `x[512 × k] · Wᵀ` for the projection shapes
 //! of the two real models at the pool's thread count, as the engine runs them (`linalg::matmul_transb_tiles`:
-//! matrixmultiply per fixed weight tile, tiles in parallel), with the weight dense (a copy per tile) and
-//! quantized (dequantized tile by tile). Beside them, the same dense products through faer, measured in the same
-//! run: one parallel product on the rayon pool, and sequential products per engine tile (what the engine would
-//! run to keep its results independent of the thread count). Each rate is the median of several runs.
+//! fixed weight tiles in parallel, each multiplied sequentially: block sums in f32, matrixmultiply in f64), with
+//! the weight dense (a copy per tile) and quantized (dequantized tile by tile). Beside them, the same dense
+//! products measured in the same run through matrixmultiply per engine tile (the f32 engine's product before
+//! block sums) and through faer: one parallel product on the rayon pool, and sequential products per engine
+//! tile (what the engine would run to keep its results independent of the thread count). Each rate is the
+//! median of several runs.
 //!
 //! `cargo bench --bench kernels` (add `-- f32` or `-- f64` for one precision; threads: `RAYON_NUM_THREADS`).
 
@@ -122,6 +124,28 @@ trait Peers: Real + faer::traits::ComplexField {
         );
     }
 
+    /// matrixmultiply's sequential product per engine weight tile, tiles in parallel: the engine's f32 product
+    /// before block sums, and its f64 product.
+    fn matrixmultiply_tiles(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
+        assert_eq!((x.len(), w.len(), out.len()), (ROWS * k, n * k, ROWS * n));
+        let tile = weight_tile(n);
+        let dst = Strips(out.as_mut_ptr());
+        (0..n.div_ceil(tile)).into_par_iter().for_each(|i| {
+            let (c0, nc) = (i * tile, tile.min(n - i * tile));
+            // SAFETY: `x` and the tile of `w` hold their views (lengths asserted); the output columns
+            // `c0..c0 + nc` of every row (row stride `n`) lie inside `out`, and tiles write disjoint columns.
+            unsafe {
+                Self::gemm_raw(
+                    (ROWS, k, nc),
+                    Self::one(),
+                    (x.as_ptr(), k as isize, 1),
+                    (w[c0 * k..].as_ptr(), 1, k as isize),
+                    (dst.at(c0), n as isize, 1),
+                )
+            }
+        });
+    }
+
     /// faer's sequential product per engine weight tile, tiles in parallel.
     fn faer_tiles(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
         assert_eq!((x.len(), w.len(), out.len()), (ROWS * k, n * k, ROWS * n));
@@ -159,9 +183,9 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         show(peak)
     );
     println!(
-        "| product | dense GFLOP/s | of peak | type | quantized GFLOP/s | of peak | faer parallel | faer per tile |"
+        "| product | dense GFLOP/s | of peak | type | quantized GFLOP/s | of peak | matrixmultiply per tile | faer parallel | faer per tile |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let frac = |g: f64| peak.map_or("-".to_string(), |p| format!("{:.0}%", 100.0 * g / p));
     for (label, n, k, ty) in SHAPES {
         let x: Vec<T> = (0..ROWS * k).map(|i| T::of_f32(noise(i))).collect();
@@ -179,9 +203,17 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         )
         .expect("weight");
         let g_q = measure(&x, (n, k), |r, buf| w.dequantize_rows(r, buf));
+        let mm = median_rate((n, k), |out| {
+            T::matrixmultiply_tiles(&x, &dense, (n, k), out)
+        });
         let fa = median_rate((n, k), |out| T::faer(&x, &dense, (n, k), out));
         let ft = median_rate((n, k), |out| T::faer_tiles(&x, &dense, (n, k), out));
-        let peer_rates = format!(" {fa:.1} ({}) | {ft:.1} ({}) |", frac(fa), frac(ft));
+        let peer_rates = format!(
+            " {mm:.1} ({}) | {fa:.1} ({}) | {ft:.1} ({}) |",
+            frac(mm),
+            frac(fa),
+            frac(ft)
+        );
         println!(
             "| {label} | {g_dense:.1} | {} | {ty} | {g_q:.1} | {} |{peer_rates}",
             frac(g_dense),

@@ -70,6 +70,31 @@ pub trait Real:
         b: (*const Self, isize, isize),
         c: (*mut Self, isize, isize),
     );
+
+    /// The activations `x` (`rows × k`, row-major) laid out once per product for
+    /// [`Real::weight_tile_product`]: f32 packs them for its GEMM; f64 uses `x` as it is and returns nothing.
+    fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self>;
+
+    /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: one weight tile of a
+    /// projection (`x`: `rows × k` activations, `w`: `nc × k` weight rows, both row-major; `packed` is
+    /// [`Real::pack_activations`]`(x, rows, k)`). f32 sums in f32 over 128-long blocks of `p` and in f64 across
+    /// them (the crate's `linalg::block_sums`); f64 runs matrixmultiply's GEMM. Panics if an input is shorter
+    /// than its view.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes at every `r · ldo + c` above (`ldo ≥ nc`), and nothing else may access
+    /// those elements during the call.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn weight_tile_product(
+        x: &[Self],
+        packed: &[Self],
+        rows: usize,
+        k: usize,
+        w: &[Self],
+        nc: usize,
+        out: *mut Self,
+        ldo: usize,
+    );
 }
 
 impl Real for f32 {
@@ -100,6 +125,22 @@ impl Real for f32 {
         matrixmultiply::sgemm(
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
+    }
+    fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
+        crate::linalg::block_sums::pack_activations(x, rows, k)
+    }
+    unsafe fn weight_tile_product(
+        _: &[Self],
+        packed: &[Self],
+        rows: usize,
+        k: usize,
+        w: &[Self],
+        nc: usize,
+        out: *mut Self,
+        ldo: usize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { crate::linalg::block_sums::tile_product_here(packed, rows, k, w, nc, out, ldo) }
     }
 }
 
@@ -135,6 +176,31 @@ impl Real for f64 {
         matrixmultiply::dgemm(
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
+    }
+    fn pack_activations(_: &[Self], _: usize, _: usize) -> Vec<Self> {
+        Vec::new()
+    }
+    unsafe fn weight_tile_product(
+        x: &[Self],
+        _: &[Self],
+        rows: usize,
+        k: usize,
+        w: &[Self],
+        nc: usize,
+        out: *mut Self,
+        ldo: usize,
+    ) {
+        assert!(x.len() >= rows * k && w.len() >= nc * k && ldo >= nc);
+        // SAFETY: `x` and `w` hold their views (asserted); the output view is the caller's.
+        unsafe {
+            Self::gemm_raw(
+                (rows, k, nc),
+                1.0,
+                (x.as_ptr(), k as isize, 1),
+                (w.as_ptr(), 1, k as isize),
+                (out, ldo as isize, 1),
+            )
+        }
     }
 }
 

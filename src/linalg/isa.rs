@@ -1,15 +1,15 @@
 //! The SIMD instruction sets of the CPUs ropescope runs on, detected at run time.
 //!
-//! matrixmultiply, the engine's GEMM, picks its own kernel per instruction set at run time (AVX-512F from Rust
-//! 1.89, AVX2+FMA, AVX, NEON, portable); the FMA peak loops ([`super::peak`]) that the benchmarks report against
-//! are compiled with `#[target_feature]` and only run after [`Isa::is_available`] has confirmed the CPU has them.
+//! The f32 weight products ([`super::block_sums`]) and the FMA peak loops the benchmarks report against are
+//! compiled per instruction set with `#[target_feature]`, and run only after [`Isa::is_available`] has confirmed
+//! the CPU has it; matrixmultiply (f64 and the attention products) picks its own kernel at run time.
 
 use std::sync::OnceLock;
 
 /// An instruction set with its own FMA peak loop (none for the portable path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Isa {
-    /// Plain Rust, no explicit SIMD and no fused multiply-add: runs everywhere.
+    /// Plain Rust with no instruction set assumed: runs everywhere.
     Portable,
     /// x86-64 AVX2 with FMA3 (256-bit vectors).
     Avx2Fma,
@@ -21,6 +21,7 @@ pub enum Isa {
 
 impl Isa {
     /// Every instruction set, portable first.
+    #[cfg(any(test, feature = "internals"))]
     pub const ALL: [Isa; 4] = [Isa::Portable, Isa::Avx2Fma, Isa::Avx512, Isa::Neon];
 
     /// The name used in benchmarks and messages.
@@ -52,11 +53,12 @@ impl Isa {
     }
 
     /// The instruction sets the running CPU executes, portable first.
+    #[cfg(any(test, feature = "internals"))]
     pub fn available() -> Vec<Isa> {
         Isa::ALL.into_iter().filter(|i| i.is_available()).collect()
     }
 
-    /// The widest available instruction set (detected once per process): the one matrixmultiply's kernels use.
+    /// The widest available instruction set (detected once per process): the one the weight products use.
     pub fn best() -> Isa {
         static BEST: OnceLock<Isa> = OnceLock::new();
         *BEST.get_or_init(|| {

@@ -1,9 +1,11 @@
 //! Dense products on row-major slices.
 //!
-//! The products run on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per
-//! instruction set at run time. It was chosen by measurement in the engine (the README's speed section): an own
-//! `std::arch` GEMM and faer run per weight tile were both slower there. faer also saw faults on AVX-512
-//! machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
+//! The weight products ([`matmul_transb_tiles`]) run, in f32, on [`block_sums`]: a GEMM that sums each output
+//! in f32 over 128-long blocks of the inner dimension and in f64 across blocks, as fast as matrixmultiply's and
+//! several times closer to float64. In f64, and for the attention products ([`gemm`], [`gemm_transb`]), they run
+//! on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
+//! run time. faer, run per weight tile, was slower in the engine (the README's speed section), and saw faults on
+//! AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
 //! (`tests/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions, on its
 //! own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.
 //!
@@ -11,13 +13,12 @@
 //! width depends only on the shape, each strip is multiplied sequentially, and the split never depends on how
 //! many threads run it, so every output element is computed by the same operations in the same order.
 
-// The instruction sets and the FMA peak are the benchmarks' yardstick; the engine never reads them.
-#[cfg(feature = "internals")]
+pub mod block_sums;
 pub mod isa;
+// The FMA peak is the benchmarks' yardstick; the engine never reads it.
 #[cfg(feature = "internals")]
 pub mod peak;
 
-#[cfg(feature = "internals")]
 pub use isa::Isa;
 
 use crate::numeric::Real;
@@ -163,6 +164,7 @@ pub fn matmul_transb_tiles<T: Real>(
         return out;
     }
     let tile = weight_tile(n);
+    let packed = T::pack_activations(x, rows, k);
     let dst = StripOut(out.as_mut_ptr());
     (0..n.div_ceil(tile))
         .into_par_iter()
@@ -176,13 +178,7 @@ pub fn matmul_transb_tiles<T: Real>(
             // distinct tiles address disjoint columns, so no two tasks write the same element and none reads
             // what another writes. `out` outlives the parallel loop.
             time(Step::Multiply, || unsafe {
-                T::gemm_raw(
-                    (rows, k, nc),
-                    T::one(),
-                    (x.as_ptr(), k as isize, 1),
-                    (w.as_ptr(), 1, k as isize),
-                    (dst.0.add(c0), n as isize, 1),
-                )
+                T::weight_tile_product(x, &packed, rows, k, w, nc, dst.0.add(c0), n)
             });
             count_flops(Step::Multiply, 2 * rows * k * nc);
         });

@@ -1,0 +1,370 @@
+//! The f32 product of a weight tile, summed in f32 over short blocks of the inner dimension and in f64 across
+//! them: f32 speed with the accuracy of much shorter f32 sums.
+//!
+//! A projection's f32 sum over 576–2048 inputs is where most of the f32 engine's distance to float64 comes
+//! from (benches/peers/RESULTS.md): a long f32 accumulation loses the small terms that follow a large one. Here
+//! every output element is a sum of [`BLOCK`]-long f32 dot products (fused multiply-adds in inner-index order,
+//! in registers), each widened exactly and added in f64 in block order; only the final sum is rounded to f32.
+//! matrixmultiply cannot do this (its register tiles add into an f32 output, and calling it once per block
+//! repacks the weight each time, 1.12–1.17× the pass's time), so the GEMM is written here: packing in the
+//! usual panel layout, cache blocks of `BLOCK` inner indices, and a register-tile kernel in plain Rust that the
+//! compiler vectorizes for each instruction set it is compiled for (AVX-512F, AVX2+FMA, NEON, portable).
+//!
+//! Every instruction set runs the same operations in the same order (a fused multiply-add is exact to one
+//! rounding everywhere; `f32::mul_add` is a software one where the CPU has none), so all of them give the same
+//! bits; only the register-tile shape differs, and it does not change any element's operations.
+
+use super::Isa;
+use rayon::prelude::*;
+
+/// Inner indices per f32 block sum, and the cache block of the inner dimension.
+pub const BLOCK: usize = 128;
+
+/// Rows of a register tile, on every instruction set: activations are packed in strips of this many rows.
+const STRIP: usize = 6;
+
+/// Activation rows multiplied together: a `ROW_BLOCK × BLOCK` f32 block stays in the L2 cache.
+const ROW_BLOCK: usize = 16 * STRIP;
+
+/// Reusable buffers of [`tile_product`]: the packed weight tile and the f64 sums.
+#[derive(Default)]
+pub struct Scratch {
+    weights: Vec<f32>,
+    sums: Vec<f64>,
+}
+
+/// The activations `x` (`rows × k`, row-major) packed for [`tile_product`], once per product: strips of
+/// `STRIP` rows, each stored index by index (`out[(i · k + p) · STRIP + r] = x[(i · STRIP + r) · k + p]`), the
+/// last strip padded with zero rows. Panics if `x` is shorter than `rows × k`.
+pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows.div_ceil(STRIP) * k * STRIP];
+    if k == 0 {
+        return out;
+    }
+    let x = &x[..rows * k];
+    out.par_chunks_mut(k * STRIP)
+        .zip(x.par_chunks(k * STRIP))
+        .for_each(|(strip, rows)| {
+            for (r, row) in rows.chunks_exact(k).enumerate() {
+                for (p, &v) in row.iter().enumerate() {
+                    strip[p * STRIP + r] = v;
+                }
+            }
+        });
+    out
+}
+
+/// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: the product of `rows`
+/// activation rows (`x`, row-major, `k` each, given as `packed` = [`pack_activations`]`(x, rows, k)`) with a
+/// tile of `nc` weight rows (`w`, row-major, `k` each), with the kernel for `isa`; nothing else of `out` is
+/// touched. Panics if `isa` is not available on this CPU, `packed` or `w` is shorter than its view, or `ldo <
+/// nc`.
+///
+/// # Safety
+/// `out` must be valid for writes at every `r · ldo + c` above, and nothing else may access those elements
+/// during the call. (The output is a pointer because the tiles of one product write interleaved column strips
+/// of the same rows.)
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn tile_product(
+    isa: Isa,
+    packed: &[f32],
+    rows: usize,
+    k: usize,
+    w: &[f32],
+    nc: usize,
+    out: *mut f32,
+    ldo: usize,
+    scratch: &mut Scratch,
+) {
+    assert!(isa.is_available(), "{isa} is not available on this CPU");
+    assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && w.len() >= nc * k && ldo >= nc);
+    let args = (packed, rows, k, w, nc, Out(out), ldo, scratch);
+    match isa {
+        // SAFETY (each arm): the instruction set was checked available above; the output is the caller's.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { avx512(args) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { avx2(args) },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => unsafe { neon(args) },
+        _ => unsafe { product::<16>(args) },
+    }
+}
+
+thread_local! {
+    /// Each thread's buffers for [`tile_product_here`], kept between products.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// [`tile_product`] with the widest kernel this CPU runs ([`Isa::best`]) and the calling thread's buffers.
+///
+/// # Safety
+/// As [`tile_product`].
+pub unsafe fn tile_product_here(
+    packed: &[f32],
+    rows: usize,
+    k: usize,
+    w: &[f32],
+    nc: usize,
+    out: *mut f32,
+    ldo: usize,
+) {
+    SCRATCH.with_borrow_mut(|s| {
+        // SAFETY: forwarded from the caller.
+        unsafe { tile_product(Isa::best(), packed, rows, k, w, nc, out, ldo, s) }
+    })
+}
+
+/// The output of [`tile_product`], valid for writes at `r · ldo + c` for `r < rows`, `c < nc`.
+#[derive(Clone, Copy)]
+struct Out(*mut f32);
+
+/// The arguments of [`tile_product`] after its checks.
+type Args<'a> = (
+    &'a [f32],
+    usize,
+    usize,
+    &'a [f32],
+    usize,
+    Out,
+    usize,
+    &'a mut Scratch,
+);
+
+/// [`product`] compiled for AVX-512F: 6 × 32 register tiles (12 of the 32 vector registers).
+///
+/// # Safety
+/// The CPU must have AVX-512F; `args`' output as in [`tile_product`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn avx512(args: Args) {
+    unsafe { product::<32>(args) }
+}
+
+/// [`product`] compiled for AVX2 with FMA: 6 × 16 register tiles (12 of the 16 vector registers).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `args`' output as in [`tile_product`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn avx2(args: Args) {
+    unsafe { product::<16>(args) }
+}
+
+/// [`product`] compiled for NEON: 6 × 16 register tiles (24 of the 32 vector registers).
+///
+/// # Safety
+/// The CPU must have NEON; `args`' output as in [`tile_product`].
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon")]
+unsafe fn neon(args: Args) {
+    unsafe { product::<16>(args) }
+}
+
+/// The blocked product with `STRIP × NR` register tiles (see [`tile_product`]).
+///
+/// # Safety
+/// `args`' output as in [`tile_product`].
+#[inline(always)]
+unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) {
+    let panels = nc.div_ceil(NR);
+    let weights = pack_weights::<NR>(w, nc, k, &mut s.weights);
+    for r0 in (0..rows).step_by(ROW_BLOCK) {
+        let mr = ROW_BLOCK.min(rows - r0);
+        let (first, strips) = (r0 / STRIP, mr.div_ceil(STRIP));
+        s.sums.clear();
+        s.sums.resize(strips * panels * STRIP * NR, 0.0);
+        for p0 in (0..k).step_by(BLOCK) {
+            let kb = BLOCK.min(k - p0);
+            for j in 0..panels {
+                let b = &weights[(j * k + p0) * NR..(j * k + p0 + kb) * NR];
+                for i in 0..strips {
+                    let a = &packed[((first + i) * k + p0) * STRIP..][..kb * STRIP];
+                    let sums = &mut s.sums[(i * panels + j) * STRIP * NR..][..STRIP * NR];
+                    block_kernel::<STRIP, NR>(a, b, sums);
+                }
+            }
+        }
+        for r in 0..mr {
+            let (i, ri) = (r / STRIP, r % STRIP);
+            for c in 0..nc {
+                let v = s.sums[((i * panels + c / NR) * STRIP + ri) * NR + c % NR];
+                // SAFETY: `(r0 + r, c)` is an element of the output the caller lent.
+                unsafe { *out.0.add((r0 + r) * ldo + c) = v as f32 };
+            }
+        }
+    }
+}
+
+/// `sums[r · NR + c] += Σ_p a[p · MR + r] · b[p · NR + c]`, the inner sum in f32 fused multiply-adds over `p`
+/// in order (one block), added to the f64 sums once.
+#[inline(always)]
+fn block_kernel<const MR: usize, const NR: usize>(a: &[f32], b: &[f32], sums: &mut [f64]) {
+    let mut acc = [[0.0f32; NR]; MR];
+    // Constant loop bounds, so that the compiler unrolls both inner loops and keeps `acc` in vector registers.
+    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+        for r in 0..MR {
+            for c in 0..NR {
+                acc[r][c] = ap[r].mul_add(bp[c], acc[r][c]);
+            }
+        }
+    }
+    let sums = &mut sums[..MR * NR];
+    for r in 0..MR {
+        for c in 0..NR {
+            sums[r * NR + c] += f64::from(acc[r][c]);
+        }
+    }
+}
+
+/// Packs the `nc × k` weight tile into panels of `NR` weight rows, each stored index by index
+/// (`out[(j · k + p) · NR + c] = w[(j · NR + c) · k + p]`), the last panel padded with zero rows.
+#[inline(always)]
+fn pack_weights<'a, const NR: usize>(
+    w: &[f32],
+    nc: usize,
+    k: usize,
+    buf: &'a mut Vec<f32>,
+) -> &'a [f32] {
+    // Panels start on a cache line (a line holds 16 f32), so that no load of a panel row straddles two lines.
+    buf.clear();
+    buf.resize(nc.div_ceil(NR) * k * NR + 15, 0.0);
+    let skip = buf.as_ptr().align_offset(64).min(15);
+    let out = &mut buf[skip..skip + nc.div_ceil(NR) * k * NR];
+    if k > 0 {
+        for (c, row) in w[..nc * k].chunks_exact(k).enumerate() {
+            let panel = &mut out[(c / NR) * k * NR..];
+            for (p, &v) in row.iter().enumerate() {
+                panel[p * NR + c % NR] = v;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic values in [-1, 1) with a few large ones, as real activations have.
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        (0..n as u64)
+            .map(|i| {
+                let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+                let v = h as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
+                if h.is_multiple_of(61) {
+                    v * 300.0
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+
+    /// The product of the test operands of shape `(rows, k, nc)` by `isa`'s kernel, or by the portable code
+    /// with `STRIP × NR` tiles when `isa` is `None`, into rows 3 longer than the tile.
+    fn run<const NR: usize>(isa: Option<Isa>, (rows, k, nc): (usize, usize, usize)) -> Vec<f32> {
+        let (x, w) = (values(rows * k, 1), values(nc * k, 2));
+        let packed = pack_activations(&x, rows, k);
+        let ldo = nc + 3;
+        let mut out = vec![f32::NAN; rows * ldo];
+        let (s, o) = (&mut Scratch::default(), out.as_mut_ptr());
+        // SAFETY: `out` holds `rows` rows of `ldo ≥ nc` elements and is not otherwise used during the call.
+        unsafe {
+            match isa {
+                Some(isa) => tile_product(isa, &packed, rows, k, &w, nc, o, ldo, s),
+                None => product::<NR>((&packed, rows, k, &w, nc, Out(o), ldo, s)),
+            }
+        }
+        // The columns past `nc` of each row are not the product's: they stay untouched.
+        assert!(out.chunks(ldo).all(|r| r[nc..].iter().all(|v| v.is_nan())));
+        out
+    }
+
+    /// The sum the kernel is specified to compute, written plainly: f32 fused multiply-adds over each block of
+    /// `BLOCK` inner indices, added in f64, rounded once.
+    fn reference(x: &[f32], w: &[f32], k: usize, r: usize, c: usize) -> f32 {
+        let mut total = 0.0f64;
+        for p0 in (0..k).step_by(BLOCK) {
+            let mut acc = 0.0f32;
+            for p in p0..(p0 + BLOCK).min(k) {
+                acc = x[r * k + p].mul_add(w[c * k + p], acc);
+            }
+            total += f64::from(acc);
+        }
+        total as f32
+    }
+
+    /// Shapes with partial strips, panels and blocks, several row blocks, and the empty cases.
+    const SHAPES: [(usize, usize, usize); 6] = [
+        (1, 1, 1),
+        (7, 130, 17),
+        (ROW_BLOCK + 13, 2 * BLOCK + 5, 33),
+        (200, 64, 48),
+        (0, 10, 5),
+        (5, 0, 3),
+    ];
+
+    #[test]
+    fn every_element_is_the_specified_block_sum() {
+        for (rows, k, nc) in SHAPES {
+            let got = run::<16>(Some(Isa::Portable), (rows, k, nc));
+            let (x, w) = (values(rows * k, 1), values(nc * k, 2));
+            for r in 0..rows {
+                for c in 0..nc {
+                    let want = reference(&x, &w, k, r, c);
+                    assert_eq!(
+                        got[r * (nc + 3) + c].to_bits(),
+                        want.to_bits(),
+                        "{rows}×{k}×{nc} at ({r}, {c})"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_instruction_set_and_tile_shape_gives_the_same_bits() {
+        for shape in SHAPES {
+            let portable = run::<16>(Some(Isa::Portable), shape);
+            for isa in Isa::available() {
+                let got = run::<16>(Some(isa), shape);
+                assert!(
+                    got.iter().zip(&portable).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{isa} at {shape:?}"
+                );
+            }
+            // Other tile shapes (AVX-512's among them), run by the portable code on any CPU.
+            for other in [run::<32>(None, shape), run::<8>(None, shape)] {
+                assert!(other.iter().zip(&portable).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
+        }
+    }
+
+    #[test]
+    fn block_sums_are_closer_to_the_exact_product_than_one_long_f32_sum() {
+        let (rows, k, nc) = (64, 1536, 32);
+        let (x, w) = (values(rows * k, 3), values(nc * k, 4));
+        let mut out = vec![0.0f32; rows * nc];
+        // SAFETY: `out` holds the `rows × nc` product and is not otherwise used during the call.
+        unsafe {
+            let s = &mut Scratch::default();
+            let packed = pack_activations(&x, rows, k);
+            tile_product(Isa::best(), &packed, rows, k, &w, nc, out.as_mut_ptr(), nc, s);
+        }
+        let (mut err_blocks, mut err_long, mut norm) = (0.0f64, 0.0f64, 0.0f64);
+        for r in 0..rows {
+            for c in 0..nc {
+                let (xr, wc) = (&x[r * k..(r + 1) * k], &w[c * k..(c + 1) * k]);
+                let exact: f64 = xr.iter().zip(wc).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+                let long = xr.iter().zip(wc).fold(0.0f32, |s, (&a, &b)| a.mul_add(b, s));
+                err_blocks += (f64::from(out[r * nc + c]) - exact).powi(2);
+                err_long += (f64::from(long) - exact).powi(2);
+                norm += exact * exact;
+            }
+        }
+        // The 12 block sums of 128 terms each carry about 1/12 of the long sum's squared error; allow 1/4.
+        assert!(err_blocks < err_long / 4.0, "{err_blocks:e} vs {err_long:e}");
+        assert!(err_blocks / norm < 1e-13, "NMSE {:e}", err_blocks / norm);
+    }
+}
