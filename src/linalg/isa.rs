@@ -44,7 +44,12 @@ impl Isa {
                     && std::arch::is_x86_feature_detected!("fma")
             }
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            // The AVX-512 kernels also use AVX2 and FMA instructions, which every AVX-512F CPU has; checked anyway.
+            Isa::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[allow(unreachable_patterns)] // every arm above may be compiled in
