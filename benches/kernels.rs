@@ -94,7 +94,7 @@ fn measure<T: Real>(
 /// An output pointer shared by the tasks that write its disjoint column strips.
 #[derive(Clone, Copy)]
 struct Strips<T>(*mut T);
-// SAFETY: each task writes only its own columns (see `Peers::faer_tiles`).
+// SAFETY: each task writes only its own columns (see `per_tile`).
 unsafe impl<T> Send for Strips<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for Strips<T> {}
@@ -110,7 +110,25 @@ impl<T> Strips<T> {
     }
 }
 
-/// The same dense product `out = x · wᵀ` (`x`: `ROWS × k`, `w`: `n × k`) through faer.
+/// Runs `product(c0, nc, dst)` for every engine weight tile (columns `c0..c0 + nc`) of the `ROWS × n` output
+/// `out`, tiles in parallel, as `linalg::matmul_transb_tiles` does; `dst` points at column `c0` of row 0 (row
+/// stride `n`), and only that tile writes those columns.
+fn per_tile<T: Copy + Send>(
+    n: usize,
+    out: &mut [T],
+    product: impl Fn(usize, usize, *mut T) + Sync,
+) {
+    assert_eq!(out.len(), ROWS * n);
+    let tile = weight_tile(n);
+    let dst = Strips(out.as_mut_ptr());
+    (0..n.div_ceil(tile)).into_par_iter().for_each(|i| {
+        let (c0, nc) = (i * tile, tile.min(n - i * tile));
+        // SAFETY: column `c0 < n` of row 0 is inside `out` (length asserted).
+        product(c0, nc, unsafe { dst.at(c0) })
+    });
+}
+
+/// The same dense product `out = x · wᵀ` (`x`: `ROWS × k`, `w`: `n × k`) through matrixmultiply and faer.
 trait Peers: Real + faer::traits::ComplexField {
     /// faer's parallel product on the rayon pool.
     fn faer(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
@@ -127,11 +145,8 @@ trait Peers: Real + faer::traits::ComplexField {
     /// matrixmultiply's sequential product per engine weight tile, tiles in parallel: the engine's f32 product
     /// before block sums, and its f64 product.
     fn matrixmultiply_tiles(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
-        assert_eq!((x.len(), w.len(), out.len()), (ROWS * k, n * k, ROWS * n));
-        let tile = weight_tile(n);
-        let dst = Strips(out.as_mut_ptr());
-        (0..n.div_ceil(tile)).into_par_iter().for_each(|i| {
-            let (c0, nc) = (i * tile, tile.min(n - i * tile));
+        assert_eq!((x.len(), w.len()), (ROWS * k, n * k));
+        per_tile(n, out, |c0, nc, dst| {
             // SAFETY: `x` and the tile of `w` hold their views (lengths asserted); the output columns
             // `c0..c0 + nc` of every row (row stride `n`) lie inside `out`, and tiles write disjoint columns.
             unsafe {
@@ -140,7 +155,7 @@ trait Peers: Real + faer::traits::ComplexField {
                     Self::one(),
                     (x.as_ptr(), k as isize, 1),
                     (w[c0 * k..].as_ptr(), 1, k as isize),
-                    (dst.at(c0), n as isize, 1),
+                    (dst, n as isize, 1),
                 )
             }
         });
@@ -148,15 +163,11 @@ trait Peers: Real + faer::traits::ComplexField {
 
     /// faer's sequential product per engine weight tile, tiles in parallel.
     fn faer_tiles(x: &[Self], w: &[Self], (n, k): (usize, usize), out: &mut [Self]) {
-        assert_eq!((x.len(), w.len(), out.len()), (ROWS * k, n * k, ROWS * n));
-        let tile = weight_tile(n);
-        let dst = Strips(out.as_mut_ptr());
-        (0..n.div_ceil(tile)).into_par_iter().for_each(|i| {
-            let (c0, nc) = (i * tile, tile.min(n - i * tile));
-            // SAFETY: the output columns `c0..c0 + nc` of every row (row stride `n`) lie inside `out` (length
-            // asserted), and tiles write disjoint columns.
-            let o =
-                unsafe { faer::MatMut::from_raw_parts_mut(dst.at(c0), ROWS, nc, n as isize, 1) };
+        assert_eq!((x.len(), w.len()), (ROWS * k, n * k));
+        per_tile(n, out, |c0, nc, dst| {
+            // SAFETY: the output columns `c0..c0 + nc` of every row (row stride `n`) lie inside `out`, and tiles
+            // write disjoint columns.
+            let o = unsafe { faer::MatMut::from_raw_parts_mut(dst, ROWS, nc, n as isize, 1) };
             faer::linalg::matmul::matmul(
                 o,
                 faer::Accum::Replace,

@@ -140,7 +140,10 @@ impl Real for f32 {
         ldo: usize,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe { crate::linalg::block_sums::tile_product_here(packed, rows, k, w, nc, out, ldo) }
+        unsafe {
+            use crate::linalg::{block_sums::tile_product, Isa};
+            tile_product(Isa::best(), packed, rows, k, w, nc, out, ldo)
+        }
     }
 }
 

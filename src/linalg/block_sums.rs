@@ -28,7 +28,7 @@ const ROW_BLOCK: usize = 16 * STRIP;
 
 /// Reusable buffers of [`tile_product`]: the packed weight tile and the f64 sums.
 #[derive(Default)]
-pub struct Scratch {
+struct Scratch {
     weights: Vec<f32>,
     sums: Vec<f64>,
 }
@@ -56,9 +56,9 @@ pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
 
 /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: the product of `rows`
 /// activation rows (`x`, row-major, `k` each, given as `packed` = [`pack_activations`]`(x, rows, k)`) with a
-/// tile of `nc` weight rows (`w`, row-major, `k` each), with the kernel for `isa`; nothing else of `out` is
-/// touched. Panics if `isa` is not available on this CPU, `packed` or `w` is shorter than its view, or `ldo <
-/// nc`.
+/// tile of `nc` weight rows (`w`, row-major, `k` each), with the kernel for `isa` (the engine passes
+/// [`Isa::best`]) and the calling thread's buffers; nothing else of `out` is touched. Panics if `isa` is not
+/// available on this CPU, `packed` or `w` is shorter than its view, or `ldo < nc`.
 ///
 /// # Safety
 /// `out` must be valid for writes at every `r · ldo + c` above, and nothing else may access those elements
@@ -74,45 +74,27 @@ pub unsafe fn tile_product(
     nc: usize,
     out: *mut f32,
     ldo: usize,
-    scratch: &mut Scratch,
 ) {
     assert!(isa.is_available(), "{isa} is not available on this CPU");
     assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && w.len() >= nc * k && ldo >= nc);
-    let args = (packed, rows, k, w, nc, Out(out), ldo, scratch);
-    match isa {
-        // SAFETY (each arm): the instruction set was checked available above; the output is the caller's.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { avx512(args) },
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => unsafe { avx2(args) },
-        #[cfg(target_arch = "aarch64")]
-        Isa::Neon => unsafe { neon(args) },
-        _ => unsafe { product::<16>(args) },
-    }
+    SCRATCH.with_borrow_mut(|scratch| {
+        let args = (packed, rows, k, w, nc, Out(out), ldo, scratch);
+        match isa {
+            // SAFETY (each arm): the instruction set was checked available above; the output is the caller's.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => unsafe { avx512(args) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { avx2(args) },
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => unsafe { neon(args) },
+            _ => unsafe { product::<16>(args) },
+        }
+    })
 }
 
 thread_local! {
-    /// Each thread's buffers for [`tile_product_here`], kept between products.
+    /// Each thread's buffers for [`tile_product`], kept between products.
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-}
-
-/// [`tile_product`] with the widest kernel this CPU runs ([`Isa::best`]) and the calling thread's buffers.
-///
-/// # Safety
-/// As [`tile_product`].
-pub unsafe fn tile_product_here(
-    packed: &[f32],
-    rows: usize,
-    k: usize,
-    w: &[f32],
-    nc: usize,
-    out: *mut f32,
-    ldo: usize,
-) {
-    SCRATCH.with_borrow_mut(|s| {
-        // SAFETY: forwarded from the caller.
-        unsafe { tile_product(Isa::best(), packed, rows, k, w, nc, out, ldo, s) }
-    })
 }
 
 /// The output of [`tile_product`], valid for writes at `r · ldo + c` for `r < rows`, `c < nc`.
@@ -268,12 +250,15 @@ mod tests {
         let packed = pack_activations(&x, rows, k);
         let ldo = nc + 3;
         let mut out = vec![f32::NAN; rows * ldo];
-        let (s, o) = (&mut Scratch::default(), out.as_mut_ptr());
+        let o = out.as_mut_ptr();
         // SAFETY: `out` holds `rows` rows of `ldo ≥ nc` elements and is not otherwise used during the call.
         unsafe {
             match isa {
-                Some(isa) => tile_product(isa, &packed, rows, k, &w, nc, o, ldo, s),
-                None => product::<NR>((&packed, rows, k, &w, nc, Out(o), ldo, s)),
+                Some(isa) => tile_product(isa, &packed, rows, k, &w, nc, o, ldo),
+                None => {
+                    let s = &mut Scratch::default();
+                    product::<NR>((&packed, rows, k, &w, nc, Out(o), ldo, s))
+                }
             }
         }
         // The columns past `nc` of each row are not the product's: they stay untouched.
@@ -348,9 +333,8 @@ mod tests {
         let mut out = vec![0.0f32; rows * nc];
         // SAFETY: `out` holds the `rows × nc` product and is not otherwise used during the call.
         unsafe {
-            let s = &mut Scratch::default();
             let packed = pack_activations(&x, rows, k);
-            tile_product(Isa::best(), &packed, rows, k, &w, nc, out.as_mut_ptr(), nc, s);
+            tile_product(Isa::best(), &packed, rows, k, &w, nc, out.as_mut_ptr(), nc);
         }
         let (mut err_blocks, mut err_long, mut norm) = (0.0f64, 0.0f64, 0.0f64);
         for r in 0..rows {

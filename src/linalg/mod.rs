@@ -1,8 +1,8 @@
 //! Dense products on row-major slices.
 //!
 //! The weight products ([`matmul_transb_tiles`]) run, in f32, on [`block_sums`]: a GEMM that sums each output
-//! in f32 over 128-long blocks of the inner dimension and in f64 across blocks, as fast as matrixmultiply's and
-//! several times closer to float64. In f64, and for the attention products ([`gemm`], [`gemm_transb`]), they run
+//! in f32 over 128-long blocks of the inner dimension and in f64 across blocks, at about matrixmultiply's speed
+//! and several times closer to float64. In f64, and for the attention products ([`gemm`], [`gemm_transb`]), they run
 //! on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
 //! run time. faer, run per weight tile, was slower in the engine (the README's speed section), and saw faults on
 //! AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
