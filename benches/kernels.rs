@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 use ropescope::gguf::{GgufFile, GgufWriter};
-use ropescope::linalg::{matmul_transb_tiles, peak::fma_peak_gflops, weight_tile, Isa};
+use ropescope::linalg::{matmul_transb_tiles, peak::fma_peak_gflops, weight_tiles, Isa};
 use ropescope::model::matrix::WeightMatrix;
 use ropescope::numeric::Real;
 use ropescope::quant::GgmlType;
@@ -119,10 +119,9 @@ fn per_tile<T: Copy + Send>(
     product: impl Fn(usize, usize, *mut T) + Sync,
 ) {
     assert_eq!(out.len(), ROWS * n);
-    let tile = weight_tile(n);
     let dst = Strips(out.as_mut_ptr());
-    (0..n.div_ceil(tile)).into_par_iter().for_each(|i| {
-        let (c0, nc) = (i * tile, tile.min(n - i * tile));
+    weight_tiles(n).into_par_iter().for_each(|tile| {
+        let (c0, nc) = (tile.start, tile.len());
         // SAFETY: column `c0 < n` of row 0 is inside `out` (length asserted).
         product(c0, nc, unsafe { dst.at(c0) })
     });
@@ -194,9 +193,9 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         show(peak)
     );
     println!(
-        "| product | dense GFLOP/s | of peak | type | quantized GFLOP/s | of peak | matrixmultiply per tile | faer parallel | faer per tile |"
+        "| product | dense GFLOP/s | of peak | type | quantized GFLOP/s | of peak | kernel per tile | matrixmultiply per tile | faer parallel | faer per tile |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let frac = |g: f64| peak.map_or("-".to_string(), |p| format!("{:.0}%", 100.0 * g / p));
     for (label, n, k, ty) in SHAPES {
         let x: Vec<T> = (0..ROWS * k).map(|i| T::of_f32(noise(i))).collect();
@@ -217,10 +216,26 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         let mm = median_rate((n, k), |out| {
             T::matrixmultiply_tiles(&x, &dense, (n, k), out)
         });
+        let packed = T::pack_activations(&x, ROWS, k);
+        let own = median_rate((n, k), |out| {
+            per_tile(n, out, |c0, nc, dst| unsafe {
+                T::weight_tile_product(
+                    &x,
+                    &packed,
+                    ROWS,
+                    k,
+                    &dense[c0 * k..(c0 + nc) * k],
+                    nc,
+                    dst,
+                    n,
+                )
+            })
+        });
         let fa = median_rate((n, k), |out| T::faer(&x, &dense, (n, k), out));
         let ft = median_rate((n, k), |out| T::faer_tiles(&x, &dense, (n, k), out));
         let peer_rates = format!(
-            " {mm:.1} ({}) | {fa:.1} ({}) | {ft:.1} ({}) |",
+            " {own:.1} ({}) | {mm:.1} ({}) | {fa:.1} ({}) | {ft:.1} ({}) |",
+            frac(own),
             frac(mm),
             frac(fa),
             frac(ft)

@@ -151,37 +151,125 @@ unsafe fn neon(args: Args) {
 unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) {
     let panels = nc.div_ceil(NR);
     let weights = pack_weights::<NR>(w, nc, k, &mut s.weights);
+    if k == 0 {
+        for r in 0..rows {
+            // SAFETY: row `r`'s `nc` elements are the caller's output.
+            unsafe { std::ptr::write_bytes(out.0.add(r * ldo), 0, nc) };
+        }
+        return;
+    }
+    // Every sum is written by its first block before it is read, so the buffer is never cleared.
+    let len = ROW_BLOCK.div_ceil(STRIP) * panels * STRIP * NR;
+    if s.sums.len() < len {
+        s.sums.resize(len, 0.0);
+    }
     for r0 in (0..rows).step_by(ROW_BLOCK) {
         let mr = ROW_BLOCK.min(rows - r0);
         let (first, strips) = (r0 / STRIP, mr.div_ceil(STRIP));
-        s.sums.clear();
-        s.sums.resize(strips * panels * STRIP * NR, 0.0);
         for p0 in (0..k).step_by(BLOCK) {
             let kb = BLOCK.min(k - p0);
+            let step = match (p0 == 0, p0 + kb == k) {
+                (true, true) => Step::Only,
+                (true, false) => Step::First,
+                (false, false) => Step::Middle,
+                (false, true) => Step::Last,
+            };
             for j in 0..panels {
                 let b = &weights[(j * k + p0) * NR..(j * k + p0 + kb) * NR];
                 for i in 0..strips {
                     let a = &packed[((first + i) * k + p0) * STRIP..][..kb * STRIP];
                     let sums = &mut s.sums[(i * panels + j) * STRIP * NR..][..STRIP * NR];
-                    block_kernel::<STRIP, NR>(a, b, sums);
+                    let (r, c) = (r0 + i * STRIP, j * NR);
+                    let tile = Tile {
+                        // SAFETY: `(r, c)` is an element of the caller's output (`r < rows`, `c < nc`).
+                        at: unsafe { out.0.add(r * ldo + c) },
+                        ldo,
+                        rows: STRIP.min(rows - r),
+                        cols: NR.min(nc - c),
+                    };
+                    // SAFETY: the tile's rows and columns are the caller's output.
+                    unsafe { block_kernel::<STRIP, NR>(a, b, sums, step, tile) };
                 }
-            }
-        }
-        for r in 0..mr {
-            let (i, ri) = (r / STRIP, r % STRIP);
-            for c in 0..nc {
-                let v = s.sums[((i * panels + c / NR) * STRIP + ri) * NR + c % NR];
-                // SAFETY: `(r0 + r, c)` is an element of the output the caller lent.
-                unsafe { *out.0.add((r0 + r) * ldo + c) = v as f32 };
             }
         }
     }
 }
 
-/// `sums[r · NR + c] += Σ_p a[p · MR + r] · b[p · NR + c]`, the inner sum in f32 fused multiply-adds over `p`
-/// in order (one block), added to the f64 sums once.
+/// Which block of the inner dimension [`block_kernel`] multiplies: whether the f64 sums hold earlier blocks,
+/// and whether the result is final.
+#[derive(Clone, Copy, PartialEq)]
+enum Step {
+    /// The first of several blocks: the sums are set.
+    First,
+    /// Neither the first nor the last: the sums are added to.
+    Middle,
+    /// The last of several: the sums plus this block, rounded to f32, go to the output.
+    Last,
+    /// The only block: it goes to the output.
+    Only,
+}
+
+/// The part of the output a register tile writes at its last block: `rows × cols` elements from `at`, row
+/// stride `ldo`.
+#[derive(Clone, Copy)]
+struct Tile {
+    at: *mut f32,
+    ldo: usize,
+    rows: usize,
+    cols: usize,
+}
+
+/// One block of the inner dimension for one register tile: the f32 sums `Σ_p a[p · MR + r] · b[p · NR + c]`
+/// (fused multiply-adds over `p` in order), then, as `step` says, set into the f64 `sums[r · NR + c]`, added to
+/// them, or added and written to `out` rounded to f32.
+///
+/// # Safety
+/// At the last (or only) block, `out` must be valid for writes at its `rows × cols` elements.
 #[inline(always)]
-fn block_kernel<const MR: usize, const NR: usize>(a: &[f32], b: &[f32], sums: &mut [f64]) {
+unsafe fn block_kernel<const MR: usize, const NR: usize>(
+    a: &[f32],
+    b: &[f32],
+    sums: &mut [f64],
+    step: Step,
+    out: Tile,
+) {
+    let acc = block_dot::<MR, NR>(a, b);
+    let sums = &mut sums[..MR * NR];
+    if matches!(step, Step::First | Step::Only) {
+        for r in 0..MR {
+            for c in 0..NR {
+                sums[r * NR + c] = f64::from(acc[r][c]);
+            }
+        }
+    } else {
+        for r in 0..MR {
+            for c in 0..NR {
+                sums[r * NR + c] += f64::from(acc[r][c]);
+            }
+        }
+    }
+    if matches!(step, Step::First | Step::Middle) {
+        return;
+    }
+    for (r, sums) in sums.chunks_exact(NR).take(out.rows).enumerate() {
+        // SAFETY: the tile's `rows × cols` elements are the caller's output.
+        let row = unsafe { std::slice::from_raw_parts_mut(out.at.add(r * out.ldo), out.cols) };
+        if let Ok(row) = <&mut [f32; NR]>::try_from(&mut *row) {
+            // A whole tile row, with a constant length: vectorized.
+            for (o, &v) in row.iter_mut().zip(sums) {
+                *o = v as f32;
+            }
+        } else {
+            for (o, &v) in row.iter_mut().zip(sums) {
+                *o = v as f32;
+            }
+        }
+    }
+}
+
+/// `acc[r][c] = Σ_p a[p · MR + r] · b[p · NR + c]` in f32 fused multiply-adds over `p` in order.
+#[inline(always)]
+fn block_dot<const MR: usize, const NR: usize>(a: &[f32], b: &[f32]) -> [[f32; NR]; MR] {
     let mut acc = [[0.0f32; NR]; MR];
     // Constant loop bounds, so that the compiler unrolls both inner loops and keeps `acc` in vector registers.
     for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
@@ -191,12 +279,7 @@ fn block_kernel<const MR: usize, const NR: usize>(a: &[f32], b: &[f32], sums: &m
             }
         }
     }
-    let sums = &mut sums[..MR * NR];
-    for r in 0..MR {
-        for c in 0..NR {
-            sums[r * NR + c] += f64::from(acc[r][c]);
-        }
-    }
+    acc
 }
 
 /// Packs the `nc × k` weight tile into panels of `NR` weight rows, each stored index by index
@@ -209,15 +292,22 @@ fn pack_weights<'a, const NR: usize>(
     buf: &'a mut Vec<f32>,
 ) -> &'a [f32] {
     // Panels start on a cache line (a line holds 16 f32), so that no load of a panel row straddles two lines.
-    buf.clear();
-    buf.resize(nc.div_ceil(NR) * k * NR + 15, 0.0);
+    let len = nc.div_ceil(NR) * k * NR;
+    if buf.len() < len + 15 {
+        buf.resize(len + 15, 0.0);
+    }
     let skip = buf.as_ptr().align_offset(64).min(15);
-    let out = &mut buf[skip..skip + nc.div_ceil(NR) * k * NR];
+    let out = &mut buf[skip..skip + len];
     if k > 0 {
-        for (c, row) in w[..nc * k].chunks_exact(k).enumerate() {
-            let panel = &mut out[(c / NR) * k * NR..];
-            for (p, &v) in row.iter().enumerate() {
-                panel[p * NR + c % NR] = v;
+        // Written in order, a panel row at a time from NR weight rows read side by side: a write per
+        // weight row and index would touch a new cache line each time.
+        for (panel, rows) in out.chunks_exact_mut(k * NR).zip(w[..nc * k].chunks(k * NR)) {
+            let row = |c: usize| rows.get(c * k..(c + 1) * k).unwrap_or(&[]);
+            let rows: [&[f32]; NR] = std::array::from_fn(row);
+            for (p, dst) in panel.chunks_exact_mut(NR).enumerate() {
+                for (d, row) in dst.iter_mut().zip(&rows) {
+                    *d = row.get(p).copied().unwrap_or(0.0);
+                }
             }
         }
     }

@@ -133,22 +133,27 @@ pub const MIN_WEIGHT_TILE: usize = 16;
 /// activations.
 pub const MAX_WEIGHT_TILE: usize = 256;
 
-/// Weight rows per parallel work item of [`matmul_transb_tiles`] for a weight of `n` rows.
+/// The weight rows of each parallel work item of [`matmul_transb_tiles`] for a weight of `n` rows, in order.
 ///
-/// About an eighth of the weight, so that even the small key and value projections give every core of a laptop
-/// work, between [`MIN_WEIGHT_TILE`] and [`MAX_WEIGHT_TILE`] rows and a multiple of 16 (the GEMM's register
-/// tiles). It depends on `n` alone, never on the thread count.
-pub fn weight_tile(n: usize) -> usize {
-    (n / 8)
-        .next_multiple_of(16)
-        .clamp(MIN_WEIGHT_TILE, MAX_WEIGHT_TILE)
+/// About eight tiles, so that even the small key and value projections give every core of a laptop work, each
+/// between [`MIN_WEIGHT_TILE`] and [`MAX_WEIGHT_TILE`] rows and, but for the last, a multiple of 16 (the GEMM's
+/// register tiles), their sizes differing by at most 16 rows: cores that take equal numbers of tiles get
+/// equal work. It depends on `n` alone, never on the thread count.
+pub fn weight_tiles(n: usize) -> Vec<std::ops::Range<usize>> {
+    let units = n.div_ceil(MIN_WEIGHT_TILE);
+    let count = units
+        .div_ceil(MAX_WEIGHT_TILE / MIN_WEIGHT_TILE)
+        .max((units / 2).clamp(1, 8))
+        .min(units);
+    let end = |i: usize| (units * i / count * MIN_WEIGHT_TILE).min(n);
+    (0..count).map(|i| end(i)..end(i + 1)).collect()
 }
 
 /// `x[rows × k] · wᵀ` for a weight `w` (`n × k`, stored as `out × in`, ggml's layout of `y = W x`) that is
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
 /// Returns the `rows × n` product.
 ///
-/// Runs in parallel over fixed tiles of [`weight_tile`]`(n)` weight rows; each tile is produced once and
+/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n)`; each tile is produced once and
 /// multiplied with all `rows` rows of `x` sequentially, so every output element is computed by the same
 /// operations in the same order at any thread count.
 pub fn matmul_transb_tiles<T: Real>(
@@ -163,13 +168,12 @@ pub fn matmul_transb_tiles<T: Real>(
     if k == 0 || rows == 0 || n == 0 {
         return out;
     }
-    let tile = weight_tile(n);
     let packed = T::pack_activations(x, rows, k);
     let dst = StripOut(out.as_mut_ptr());
-    (0..n.div_ceil(tile))
+    weight_tiles(n)
         .into_par_iter()
-        .for_each_init(Vec::new, |w: &mut Vec<T>, i| {
-            let (c0, nc) = (i * tile, tile.min(n - i * tile));
+        .for_each_init(Vec::new, |w: &mut Vec<T>, tile| {
+            let (c0, nc) = (tile.start, tile.len());
             w.resize(nc * k, T::zero());
             time(Step::Dequantize, || fill(c0..c0 + nc, w));
             let dst = &dst;
@@ -225,6 +229,28 @@ mod tests {
             .iter()
             .zip(&single)
             .all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+
+    #[test]
+    fn weight_tiles_cover_the_rows_in_near_equal_multiples_of_16() {
+        assert!(weight_tiles(0).is_empty());
+        for n in (1..5000).chain([49_152, 262_144]) {
+            let tiles = weight_tiles(n);
+            assert_eq!((tiles[0].start, tiles.last().unwrap().end), (0, n), "n = {n}");
+            assert!(tiles.windows(2).all(|t| t[0].end == t[1].start), "n = {n}");
+            let full = &tiles[..tiles.len() - 1];
+            assert!(full.iter().all(|t| t.len() % MIN_WEIGHT_TILE == 0), "n = {n}");
+            let (lo, hi) = full.iter().fold((usize::MAX, 0), |(lo, hi), t| {
+                (lo.min(t.len()), hi.max(t.len()))
+            });
+            assert!(full.is_empty() || (lo >= MIN_WEIGHT_TILE && hi <= lo + MIN_WEIGHT_TILE), "n = {n}");
+            assert!(tiles.iter().all(|t| !t.is_empty() && t.len() <= MAX_WEIGHT_TILE), "n = {n}");
+            // About eight, so that small projections still give every core work.
+            assert!(tiles.len() >= (n.div_ceil(MIN_WEIGHT_TILE) / 2).clamp(1, 8), "n = {n}");
+        }
+        // SmolLM2's width: eight tiles of 64 and 80 rows alternating, 288 rows in each half.
+        let sizes: Vec<usize> = weight_tiles(576).iter().map(|t| t.len()).collect();
+        assert_eq!(sizes, [64, 80, 64, 80, 64, 80, 64, 80]);
     }
 
     #[test]
