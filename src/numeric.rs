@@ -83,7 +83,7 @@ pub trait Real:
     ///
     /// # Safety
     /// `out` must be valid for writes at every `r · ldo + c` above (`ldo ≥ nc`), and nothing else may access
-    /// those elements during the call.
+    /// those elements during the call. They need not be initialized: each is written once and never read.
     #[allow(clippy::too_many_arguments)]
     unsafe fn weight_tile_product(
         x: &[Self],

@@ -37,20 +37,26 @@ struct Scratch {
 /// `STRIP` rows, each stored index by index (`out[(i · k + p) · STRIP + r] = x[(i · STRIP + r) · k + p]`), the
 /// last strip padded with zero rows. Panics if `x` is shorter than `rows × k`.
 pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
-    let mut out = vec![0.0; rows.div_ceil(STRIP) * k * STRIP];
-    if k == 0 {
-        return out;
-    }
-    let x = &x[..rows * k];
-    out.par_chunks_mut(k * STRIP)
-        .zip(x.par_chunks(k * STRIP))
-        .for_each(|(strip, rows)| {
-            for (r, row) in rows.chunks_exact(k).enumerate() {
-                for (p, &v) in row.iter().enumerate() {
-                    strip[p * STRIP + r] = v;
+    let len = rows.div_ceil(STRIP) * k * STRIP;
+    let mut out = Vec::with_capacity(len);
+    if k > 0 {
+        let x = &x[..rows * k];
+        // Written in order, an index of the strip's rows at a time (a write per row and index would stride).
+        out.spare_capacity_mut()[..len]
+            .par_chunks_mut(k * STRIP)
+            .zip(x.par_chunks(k * STRIP))
+            .for_each(|(strip, rows)| {
+                let rows: [&[f32]; STRIP] =
+                    std::array::from_fn(|r| rows.get(r * k..(r + 1) * k).unwrap_or(&[]));
+                for (p, dst) in strip.chunks_exact_mut(STRIP).enumerate() {
+                    for (d, row) in dst.iter_mut().zip(&rows) {
+                        d.write(row.get(p).copied().unwrap_or(0.0));
+                    }
                 }
-            }
-        });
+            });
+    }
+    // SAFETY: every one of the `len` elements was written above (none when `k` is 0).
+    unsafe { out.set_len(len) };
     out
 }
 
@@ -62,8 +68,8 @@ pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
 ///
 /// # Safety
 /// `out` must be valid for writes at every `r · ldo + c` above, and nothing else may access those elements
-/// during the call. (The output is a pointer because the tiles of one product write interleaved column strips
-/// of the same rows.)
+/// during the call. They need not be initialized: each is written once and never read. (The output is a
+/// pointer because the tiles of one product write interleaved column strips of the same rows.)
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn tile_product(
     isa: Isa,

@@ -164,10 +164,11 @@ pub fn matmul_transb_tiles<T: Real>(
     fill: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
 ) -> Vec<T> {
     assert_eq!(x.len(), rows * k);
-    let mut out = vec![T::zero(); rows * n];
     if k == 0 || rows == 0 || n == 0 {
-        return out;
+        return vec![T::zero(); rows * n];
     }
+    // Not cleared first: every element is written by exactly one tile's product.
+    let mut out: Vec<T> = Vec::with_capacity(rows * n);
     let packed = T::pack_activations(x, rows, k);
     let dst = StripOut(out.as_mut_ptr());
     weight_tiles(n)
@@ -186,6 +187,9 @@ pub fn matmul_transb_tiles<T: Real>(
             });
             count_flops(Step::Multiply, 2 * rows * k * nc);
         });
+    // SAFETY: the tiles cover the columns `0..n` (`weight_tiles`), and each tile's product wrote its columns
+    // of every row.
+    unsafe { out.set_len(rows * n) };
     out
 }
 
