@@ -75,6 +75,10 @@ pub trait Real:
     /// [`Real::weight_tile_product`]: f32 packs them for its GEMM; f64 uses `x` as it is and returns nothing.
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self>;
 
+    /// Runs `f` on a buffer of `len` elements with unspecified contents, kept by the calling thread between
+    /// calls (`linalg::with_thread_buffer`): the weight products produce each tile into it.
+    fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+
     /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: one weight tile of a
     /// projection (`x`: `rows × k` activations, `w`: `nc × k` weight rows, both row-major; `packed` is
     /// [`Real::pack_activations`]`(x, rows, k)`). f32 sums in f32 over 128-long blocks of `p` and in f64 across
@@ -99,6 +103,12 @@ pub trait Real:
 
 impl Real for f32 {
     const NAME: &'static str = "f32";
+    fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
+        thread_local! {
+            static TILE: std::cell::RefCell<Vec<f32>> = std::cell::RefCell::default();
+        }
+        crate::linalg::with_thread_buffer(&TILE, len, f)
+    }
     fn of_f64(x: f64) -> Self {
         x as f32
     }
@@ -149,6 +159,12 @@ impl Real for f32 {
 
 impl Real for f64 {
     const NAME: &'static str = "f64";
+    fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
+        thread_local! {
+            static TILE: std::cell::RefCell<Vec<f64>> = std::cell::RefCell::default();
+        }
+        crate::linalg::with_thread_buffer(&TILE, len, f)
+    }
     fn of_f64(x: f64) -> Self {
         x
     }

@@ -149,6 +149,26 @@ pub fn weight_tiles(n: usize) -> Vec<std::ops::Range<usize>> {
     (0..count).map(|i| end(i)..end(i + 1)).collect()
 }
 
+/// Runs `f` on the first `len` elements of the calling thread's buffer `cell` (grown as needed, never
+/// shrunk, its contents whatever an earlier call left), or on a fresh buffer if `f` is re-entered on this thread
+/// (a fill that waits on rayon work may run another tile meanwhile). Kept between calls, a tile buffer is
+/// neither faulted in nor cleared for every product.
+pub(crate) fn with_thread_buffer<T: Copy + Default, R>(
+    cell: &'static std::thread::LocalKey<std::cell::RefCell<Vec<T>>>,
+    len: usize,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
+    cell.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < len {
+                buf.resize(len, T::default());
+            }
+            f(&mut buf[..len])
+        }
+        Err(_) => f(&mut vec![T::default(); len]),
+    })
+}
+
 /// `x[rows × k] · wᵀ` for a weight `w` (`n × k`, stored as `out × in`, ggml's layout of `y = W x`) that is
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
 /// Returns the `rows × n` product.
@@ -171,11 +191,9 @@ pub fn matmul_transb_tiles<T: Real>(
     let mut out: Vec<T> = Vec::with_capacity(rows * n);
     let packed = T::pack_activations(x, rows, k);
     let dst = StripOut(out.as_mut_ptr());
-    weight_tiles(n)
-        .into_par_iter()
-        .for_each_init(Vec::new, |w: &mut Vec<T>, tile| {
-            let (c0, nc) = (tile.start, tile.len());
-            w.resize(nc * k, T::zero());
+    weight_tiles(n).into_par_iter().for_each(|tile| {
+        let (c0, nc) = (tile.start, tile.len());
+        T::with_tile_buffer(nc * k, |w| {
             time(Step::Dequantize, || fill(c0..c0 + nc, w));
             let dst = &dst;
             // SAFETY: `x` holds `rows × k` elements (asserted) and `w` holds `nc × k`; the output view, columns
@@ -185,8 +203,9 @@ pub fn matmul_transb_tiles<T: Real>(
             time(Step::Multiply, || unsafe {
                 T::weight_tile_product(x, &packed, rows, k, w, nc, dst.0.add(c0), n)
             });
-            count_flops(Step::Multiply, 2 * rows * k * nc);
         });
+        count_flops(Step::Multiply, 2 * rows * k * nc);
+    });
     // SAFETY: the tiles cover the columns `0..n` (`weight_tiles`), and each tile's product wrote its columns
     // of every row.
     unsafe { out.set_len(rows * n) };
@@ -255,6 +274,24 @@ mod tests {
         // SmolLM2's width: eight tiles of 64 and 80 rows alternating, 288 rows in each half.
         let sizes: Vec<usize> = weight_tiles(576).iter().map(|t| t.len()).collect();
         assert_eq!(sizes, [64, 80, 64, 80, 64, 80, 64, 80]);
+    }
+
+    #[test]
+    fn a_thread_buffer_is_kept_between_calls_and_fresh_when_re_entered() {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u32>> = std::cell::RefCell::default();
+        }
+        with_thread_buffer(&BUF, 4, |b| b.copy_from_slice(&[1, 2, 3, 4]));
+        // A shorter request sees the start of what the last call left; a re-entered call gets its own buffer.
+        let (kept, inner) = with_thread_buffer(&BUF, 2, |outer| {
+            let inner = with_thread_buffer(&BUF, 3, |b| {
+                b.fill(9);
+                b.to_vec()
+            });
+            (outer.to_vec(), inner)
+        });
+        assert_eq!((kept, inner), (vec![1, 2], vec![9, 9, 9]));
+        assert_eq!(with_thread_buffer(&BUF, 4, |b| b.to_vec()), [1, 2, 3, 4]);
     }
 
     #[test]
