@@ -108,6 +108,9 @@ pub fn run<T: Real>(
             }
         }
         let mut masses = PromptMasses::new(perms.len(), c.n_layers * c.n_heads, n_chunks, m);
+        // The unswapped pass keeps its keys and values; a swap of blocks a < b changes no position before
+        // block a, so its pass starts there (the same bits as a whole pass; tests/engine_prefix.rs).
+        let mut prefix = None;
         for (pass, perm) in perms.iter().enumerate() {
             let mut swapped = ids.to_vec();
             for (p, &src) in perm.iter().enumerate() {
@@ -115,7 +118,13 @@ pub fn run<T: Real>(
             }
             let mut cap =
                 LastRowCapture::new(context.clone(), c.n_layers * c.n_heads, c.n_heads, m);
-            model.forward(&swapped, &ForwardOptions::default(), &mut cap)?;
+            let opts = ForwardOptions::default();
+            match &prefix {
+                None => prefix = Some(model.forward_keeping_prefix(&swapped, &opts, &mut cap)?.1),
+                Some(kept) => {
+                    model.forward_from_prefix(&swapped, &opts, &mut cap, kept)?;
+                }
+            }
             masses.store(pass, &cap.heads);
             done += 1;
             progress(done);

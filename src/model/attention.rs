@@ -14,7 +14,8 @@ use rayon::prelude::*;
 /// number of threads.
 pub const ROW_BLOCK: usize = 128;
 
-/// One layer's projected queries, keys and values, `[T, heads · dim]` row-major each.
+/// One layer's projected queries, keys and values, `[T, heads · dim]` row-major each. In a pass resumed
+/// after its first [`LayerShape::first_row`] rows, the queries of those rows are not computed (zero).
 pub struct LayerQkv<'a, T> {
     /// Queries after RoPE.
     pub q: &'a [T],
@@ -32,6 +33,9 @@ pub struct LayerQkv<'a, T> {
 pub struct LayerShape {
     /// Number of positions.
     pub n_tokens: usize,
+    /// The first query row computed: 0, or in a resumed pass the first position after the reused prefix.
+    /// Attention is computed, and handed to the capture, for rows `first_row..n_tokens` only.
+    pub first_row: usize,
     /// Query heads.
     pub n_heads: usize,
     /// Key/value heads.
@@ -40,8 +44,9 @@ pub struct LayerShape {
     pub softcap: Option<f64>,
 }
 
-/// Runs attention for every head of a layer (heads in parallel) and returns the concatenated head outputs,
-/// `[T, n_heads · value_dim]`. `template` describes head 0; the capture receives every head's info.
+/// Runs attention for every head of a layer (heads in parallel) and returns the concatenated head outputs of
+/// rows `first_row..T`, `[T − first_row, n_heads · value_dim]`. `template` describes head 0; the capture
+/// receives every head's info.
 pub fn attend<T: Real, C: Capture<T>>(
     qkv: &LayerQkv<'_, T>,
     shape: &LayerShape,
@@ -88,9 +93,9 @@ pub fn attend<T: Real, C: Capture<T>>(
         .collect();
 
     let width = shape.n_heads * dv;
-    let mut out = vec![T::zero(); t * width];
+    let mut out = vec![T::zero(); (t - shape.first_row) * width];
     for (info, head_out, head_cap) in results {
-        for i in 0..t {
+        for i in 0..t - shape.first_row {
             out[i * width + info.head * dv..][..dv]
                 .copy_from_slice(&head_out[i * dv..(i + 1) * dv]);
         }
@@ -115,7 +120,11 @@ fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> V
 }
 
 /// One head: for each block of query rows, logits `scale · q kᵀ` (soft-capped), masked softmax, and
-/// `probs · v`. Returns the head output `[T, value_dim]`.
+/// `probs · v`. Returns the head output of rows `first_row..T`, `[T − first_row, value_dim]`.
+///
+/// Blocks are the same `ROW_BLOCK`-aligned rows, with the same key columns, whatever `first_row` is (a resumed
+/// pass computes the tail of the block holding `first_row`), so each computed element goes through the same
+/// operations as in a pass from row 0.
 fn head_attention<T: Real, H: HeadCapture<T>>(
     qkv: &LayerQkv<'_, T>,
     keys_t: &[T],
@@ -129,15 +138,16 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
     let (q_off, v_off) = (info.head * d, info.kv_head * dv);
     let keys_t = &keys_t[info.kv_head * d * t..][..d * t];
     let scale = T::of_f64(info.scale);
-    let mut out = vec![T::zero(); t * dv];
+    let first = shape.first_row;
+    let mut out = vec![T::zero(); (t - first) * dv];
     let mut logits = Vec::new();
     let mut probs = Vec::new();
-    for r0 in (0..t).step_by(ROW_BLOCK) {
-        let r1 = (r0 + ROW_BLOCK).min(t);
+    for block in (first / ROW_BLOCK * ROW_BLOCK..t).step_by(ROW_BLOCK) {
+        let (r0, r1) = (block.max(first), (block + ROW_BLOCK).min(t));
         let cols = if plan.full_rows {
             0..t
         } else {
-            info.first_visible(r0)..r1
+            info.first_visible(block)..r1
         };
         let (nr, nc) = (r1 - r0, cols.len());
         logits.resize(nr * nc, T::zero());
@@ -173,7 +183,7 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
         let used = r1 - cols.start;
         time(Step::Values, || {
             gemm(
-                &mut out[r0 * dv..r1 * dv],
+                &mut out[(r0 - first) * dv..(r1 - first) * dv],
                 dv,
                 &probs,
                 nc,

@@ -6,6 +6,7 @@
 
 pub mod config;
 mod ops;
+mod prefix;
 internal_mod! {
     arch;
     attention;
@@ -15,6 +16,7 @@ internal_mod! {
 
 pub use arch::SUPPORTED;
 pub use config::{Activation, LayerConfig, ModelConfig};
+pub use prefix::PrefixKv;
 
 use crate::capture::{Capture, HeadInfo, LayerPlan};
 use crate::error::{Error, Result};
@@ -24,6 +26,7 @@ use crate::profile::{count_flops, time, Step};
 use crate::rope::{RopeSpec, RopeTable};
 use attention::{attend, LayerQkv, LayerShape};
 use matrix::WeightMatrix;
+use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
 use weights::{LayerWeights, Weights};
@@ -149,6 +152,51 @@ impl<T: Real> Model<T> {
         opts: &ForwardOptions,
         capture: &mut C,
     ) -> Result<ForwardOutput<T>> {
+        self.run(ids, opts, capture, None, None)
+    }
+
+    /// [`Model::forward`], also returning every layer's keys and values, from which
+    /// [`Model::forward_from_prefix`] can resume a pass over a sequence that starts with the same tokens.
+    pub fn forward_keeping_prefix<C: Capture<T>>(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        capture: &mut C,
+    ) -> Result<(ForwardOutput<T>, PrefixKv<T>)> {
+        let mut kept = Vec::new();
+        let out = self.run(ids, opts, capture, None, Some(&mut kept))?;
+        Ok((
+            out,
+            PrefixKv::new(ids.to_vec(), opts.rope_keep.clone(), kept),
+        ))
+    }
+
+    /// [`Model::forward`] over `ids` (as long as the pass `prefix` was kept from, with the same RoPE mask),
+    /// computing only the positions from the first token where `ids` differs from that pass's (at least the
+    /// last): the earlier positions' keys and values are `prefix`'s. Every value it computes has the same bits
+    /// as in [`Model::forward`]. The capture sees attention of the computed rows only, and its vectors with the
+    /// queries of the rows before them zero; a capture that asks for head outputs or the residual stream, or
+    /// logits of rows that are not computed, is refused.
+    pub fn forward_from_prefix<C: Capture<T>>(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        capture: &mut C,
+        prefix: &PrefixKv<T>,
+    ) -> Result<ForwardOutput<T>> {
+        self.run(ids, opts, capture, Some(prefix), None)
+    }
+
+    /// The forward pass, from position 0 or resumed after `prefix`'s reusable rows, keeping every layer's keys
+    /// and values in `keep` if given.
+    fn run<C: Capture<T>>(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        capture: &mut C,
+        prefix: Option<&PrefixKv<T>>,
+        mut keep: Option<&mut Vec<LayerKv<T>>>,
+    ) -> Result<ForwardOutput<T>> {
         self.validate(ids)?;
         let c = &self.config;
         if let Some(keep) = &opts.rope_keep {
@@ -161,10 +209,40 @@ impl<T: Real> Model<T> {
             }
         }
         let t = ids.len();
-        let mut x = time(Step::Embed, || self.embed(ids));
+        let start = match prefix {
+            Some(p) => {
+                let start = p.reusable_rows(ids, opts)?;
+                let (kw, vw) = (c.n_kv_heads * c.head_dim, c.n_kv_heads * c.value_dim);
+                let fits = |kv: &LayerKv<T>| {
+                    kv.k.len() == t * kw && kv.k_pre.len() == t * kw && kv.v.len() == t * vw
+                };
+                if p.layers.len() != c.layers.len() || !p.layers.iter().all(fits) {
+                    return Err(Error::Argument(
+                        "the kept keys and values are not of this model".into(),
+                    ));
+                }
+                start
+            }
+            None => 0,
+        };
+        let rows = opts.logits_rows.start.min(t)..opts.logits_rows.end.min(t);
+        if !rows.is_empty() && rows.start < start {
+            return Err(Error::Argument(format!(
+                "logits of positions {rows:?} asked of a pass resumed at position {start}"
+            )));
+        }
+        let mut x = time(Step::Embed, || self.embed(&ids[start..]));
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
             crate::interrupt::check()?;
+            let plan = capture.plan(l);
+            if start > 0 && (plan.output || plan.residual) {
+                return Err(Error::Argument(
+                    "a resumed pass computes no head outputs or residual stream for the reused positions; \
+                     the capture asks for them"
+                        .into(),
+                ));
+            }
             let spec = lc.rope.spec(t);
             let index = match tables.iter().position(|(s, _)| *s == spec) {
                 Some(i) => i,
@@ -173,13 +251,34 @@ impl<T: Real> Model<T> {
                     tables.len() - 1
                 }
             };
-            self.layer(l, lc, lw, &tables[index].1, opts, &mut x, capture);
+            let resume = Resume {
+                start,
+                prefix: prefix.map(|p| &p.layers[l]),
+                keep: keep.is_some(),
+            };
+            let kept = self.layer(
+                l,
+                lc,
+                lw,
+                &tables[index].1,
+                opts,
+                plan,
+                resume,
+                &mut x,
+                capture,
+            );
+            if let Some(keep) = keep.as_deref_mut() {
+                keep.push(kept.expect("kept when asked"));
+            }
         }
         crate::interrupt::check()?;
-        let rows = opts.logits_rows.start.min(t)..opts.logits_rows.end.min(t);
+        let x_rows = (rows.start.max(start) - start)..(rows.end.max(start) - start);
         Ok(ForwardOutput {
             logits: time(Step::Logits, || {
-                self.logits(&x[rows.start * c.n_embd..rows.end * c.n_embd], rows.len())
+                self.logits(
+                    &x[x_rows.start * c.n_embd..x_rows.end * c.n_embd],
+                    rows.len(),
+                )
             }),
             rows,
         })
@@ -209,33 +308,55 @@ impl<T: Real> Model<T> {
         w: &LayerWeights<T>,
         table: &RopeTable<T>,
         opts: &ForwardOptions,
+        plan: LayerPlan,
+        resume: Resume<'_, T>,
         x: &mut [T],
         capture: &mut C,
-    ) {
+    ) -> Option<LayerKv<T>> {
         let c = &self.config;
-        let (t, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
-        let plan: LayerPlan = capture.plan(l);
+        // `x` holds positions `start..t`, the ones this pass computes.
+        let (rows, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
+        let (start, t) = (resume.start, resume.start + rows);
 
         let h = time(Step::Norm, || ops::rms_normed(x, &w.attn_norm, c.norm_eps));
-        let mut q = project(Step::ProjectQ, &w.wq, &h, t, w.bq.as_deref());
-        let mut k = project(Step::ProjectK, &w.wk, &h, t, w.bk.as_deref());
-        let v = project(Step::ProjectV, &w.wv, &h, t, w.bv.as_deref());
+        let mut q = project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref());
+        let mut k = project(Step::ProjectK, &w.wk, &h, rows, w.bk.as_deref());
+        let mut v = project(Step::ProjectV, &w.wv, &h, rows, w.bv.as_deref());
         if let Some((qn, kn)) = &w.qk_norm {
             time(Step::Norm, || {
                 ops::rms_norm_segments(&mut q, qn, c.norm_eps);
                 ops::rms_norm_segments(&mut k, kn, c.norm_eps);
             });
         }
-        let (q_pre, k_pre) = time(Step::Rope, || {
-            let pre = if plan.vectors {
-                (q.clone(), k.clone())
+        let keeping = resume.keep;
+        let (mut q_pre, mut k_pre) = time(Step::Rope, || {
+            let q_pre = if plan.vectors { q.clone() } else { Vec::new() };
+            let k_pre = if plan.vectors || keeping {
+                k.clone()
             } else {
-                (Vec::new(), Vec::new())
+                Vec::new()
             };
             let keep = opts.rope_keep.as_deref();
-            rotate_all(&mut q, c.n_heads * hd, hd, table, keep);
-            rotate_all(&mut k, c.n_kv_heads * hd, hd, table, keep);
-            pre
+            rotate_all(&mut q, c.n_heads * hd, hd, table, start, keep);
+            rotate_all(&mut k, c.n_kv_heads * hd, hd, table, start, keep);
+            (q_pre, k_pre)
+        });
+        if let Some(p) = resume.prefix.filter(|_| start > 0) {
+            // The whole sequence's keys and values: the reused positions' from the prefix; queries there are
+            // not computed (zero).
+            let (qw, kw, vw) = (c.n_heads * hd, c.n_kv_heads * hd, c.n_kv_heads * vd);
+            k = [&p.k[..start * kw], &k].concat();
+            v = [&p.v[..start * vw], &v].concat();
+            q = [&vec![T::zero(); start * qw], &q[..]].concat();
+            if plan.vectors {
+                k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
+                q_pre = [&vec![T::zero(); start * qw], &q_pre[..]].concat();
+            }
+        }
+        let kept = keeping.then(|| LayerKv {
+            k: k.clone(),
+            k_pre: k_pre.clone(),
+            v: v.clone(),
         });
 
         let template = HeadInfo {
@@ -251,6 +372,7 @@ impl<T: Real> Model<T> {
         };
         let shape = LayerShape {
             n_tokens: t,
+            first_row: start,
             n_heads: c.n_heads,
             n_kv_heads: c.n_kv_heads,
             softcap: c.attn_softcap,
@@ -267,7 +389,7 @@ impl<T: Real> Model<T> {
         });
         drop((q, k, v, q_pre, k_pre));
 
-        let mut o = project(Step::ProjectO, &w.wo, &heads, t, None);
+        let mut o = project(Step::ProjectO, &w.wo, &heads, rows, None);
         if let Some(pn) = &w.post_attn_norm {
             time(Step::Norm, || {
                 ops::rms_norm_segments(&mut o, pn, c.norm_eps)
@@ -276,12 +398,12 @@ impl<T: Real> Model<T> {
         time(Step::Activation, || add_into(x, &o));
 
         let h = time(Step::Norm, || ops::rms_normed(x, &w.ffn_norm, c.norm_eps));
-        let mut gate = project(Step::ProjectGate, &w.w_gate, &h, t, None);
-        let up = project(Step::ProjectUp, &w.w_up, &h, t, None);
+        let mut gate = project(Step::ProjectGate, &w.w_gate, &h, rows, None);
+        let up = project(Step::ProjectUp, &w.w_up, &h, rows, None);
         time(Step::Activation, || {
             ops::gated(&mut gate, &up, c.activation)
         });
-        let mut f = project(Step::ProjectDown, &w.w_down, &gate, t, None);
+        let mut f = project(Step::ProjectDown, &w.w_down, &gate, rows, None);
         if let Some(pn) = &w.post_ffn_norm {
             time(Step::Norm, || {
                 ops::rms_norm_segments(&mut f, pn, c.norm_eps)
@@ -291,6 +413,7 @@ impl<T: Real> Model<T> {
         if plan.residual {
             capture.residual(l, x);
         }
+        kept
     }
 
     /// Final norm, output head and soft-capping for `n` rows of the residual stream.
@@ -314,21 +437,33 @@ impl<T: Real> Model<T> {
     }
 }
 
+/// Where a layer's pass starts: position 0, or after the first `start` positions, whose keys and values are
+/// `prefix`'s; `keep` asks the layer to return its keys and values.
+#[derive(Clone, Copy)]
+struct Resume<'a, T> {
+    start: usize,
+    prefix: Option<&'a LayerKv<T>>,
+    keep: bool,
+}
+
 /// `w · x` for the `t` rows of `x` (plus `bias`), timed and counted as `step`.
 fn project<T: Real>(step: Step, w: &WeightMatrix, x: &[T], t: usize, bias: Option<&[T]>) -> Vec<T> {
     count_flops(step, 2 * t * w.rows() * w.cols());
     time(step, || w.apply(x, t, bias))
 }
 
-/// Rotates every head of every position (`[T, width]`, heads of `head_dim`) to its position.
+/// Rotates every head of every row (`[rows, width]`, heads of `head_dim`; row `i` is position `first + i`) to
+/// its position.
 fn rotate_all<T: Real>(
     m: &mut [T],
     width: usize,
     head_dim: usize,
     table: &RopeTable<T>,
+    first: usize,
     keep: Option<&[bool]>,
 ) {
-    m.par_chunks_mut(width).enumerate().for_each(|(pos, row)| {
+    m.par_chunks_mut(width).enumerate().for_each(|(i, row)| {
+        let pos = first + i;
         for head in row.chunks_mut(head_dim) {
             match keep {
                 Some(k) => table.rotate_masked(head, pos, k),

@@ -5,7 +5,7 @@
 //! Counted: what each prompt set's streaming measures keep for the whole scan (slash and sink sums per `Δ`,
 //! the first prompt's attention map and its block sums, the vector sums and `d × d` Gram matrices), twice when
 //! random prompts run, plus the largest transient of the multi-pass analyses (the ablation's `[T − 1, vocab]`
-//! logits). One forward pass's own working memory is [`Model::activation_bytes`], added by the caller's check.
+//! logits, the positional/symbolic scan's kept keys and values). One forward pass's own working memory is [`Model::activation_bytes`], added by the caller's check.
 //! Measured peaks stay below `activation + retained + the model's memory map` (README, Memory).
 
 use super::params::{Analysis, ScanParams};
@@ -44,10 +44,19 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
     } else {
         1
     };
-    let transient = if params.runs(Analysis::Ablation) {
-        (longest.saturating_sub(1) * c.vocab_size * std::mem::size_of::<T>()) as u64
+    let size = std::mem::size_of::<T>() as u64;
+    let ablation = if params.runs(Analysis::Ablation) {
+        longest.saturating_sub(1) as u64 * c.vocab_size as u64 * size
     } else {
         0
     };
-    per_set * sets + transient
+    // The unswapped pass's keys (after and before RoPE) and values of every layer, kept for the swaps.
+    let posym = if params.runs(Analysis::Posym) {
+        let kv = c.n_kv_heads as u64 * (2 * d + dv);
+        c.n_layers as u64 * longest as u64 * kv * size
+    } else {
+        0
+    };
+    // The multi-pass analyses run one after another: the larger of their transients.
+    per_set * sets + ablation.max(posym)
 }
