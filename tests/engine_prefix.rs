@@ -2,7 +2,8 @@
 //! against the whole pass over the same tokens, on synthetic models of the architectures with something a
 //! resumed pass could get wrong: biases (qwen2), QK-norm (qwen3), partial rotary (phi3), soft-capping and
 //! sliding windows (gemma2), global and local layers (gemma3). The prompts are longer than two blocks of query
-//! rows, and the passes differ from the first, a middle, a block-boundary and the last position.
+//! rows, and the passes differ from the first, a middle, a block-boundary and the last position. Also a pass
+//! that asks for no logits, which stops after the last layer's attention, against one that asks for them.
 //!
 //! Tolerance: none. Every value the resumed pass computes (logits, attention logits and probabilities, the
 //! keys, values and queries the capture sees) must have the bits of the whole pass's, in f32 and f64.
@@ -203,4 +204,24 @@ fn a_resumed_pass_refuses_what_it_cannot_give() {
         (out.rows, out.logits.len()),
         (250..T, 50 * model.config.vocab_size)
     );
+}
+
+#[test]
+fn a_pass_without_logits_captures_what_a_pass_with_them_does() {
+    for arch in ["llama", "gemma3"] {
+        let file = GgufFile::from_bytes(synth(arch).to_bytes()).unwrap();
+        let model = Model::<f32>::load(&file).unwrap();
+        let ids = prompt(2);
+        let (mut without, mut with) = (Recorder::default(), Recorder::default());
+        model
+            .forward(&ids, &options(0..0, None), &mut without)
+            .unwrap();
+        let out = model
+            .forward(&ids, &options(T - 1..T, None), &mut with)
+            .unwrap();
+        assert_eq!(out.logits.len(), model.config.vocab_size);
+        let layers = model.config.n_layers;
+        assert_eq!(with.heads.len(), layers * model.config.n_heads, "{arch}");
+        assert!(with.heads == without.heads, "{arch}");
+    }
 }

@@ -255,6 +255,8 @@ impl<T: Real> Model<T> {
                 start,
                 prefix: prefix.map(|p| &p.layers[l]),
                 keep: keep.is_some(),
+                // The last layer's output feeds only the logits and a residual capture.
+                finish: l + 1 < c.layers.len() || !rows.is_empty() || plan.residual,
             };
             let kept = self.layer(
                 l,
@@ -388,6 +390,9 @@ impl<T: Real> Model<T> {
             attend(&qkv, &shape, &template, plan, capture)
         });
         drop((q, k, v, q_pre, k_pre));
+        if !resume.finish {
+            return kept;
+        }
 
         let mut o = project(Step::ProjectO, &w.wo, &heads, rows, None);
         if let Some(pn) = &w.post_attn_norm {
@@ -437,13 +442,15 @@ impl<T: Real> Model<T> {
     }
 }
 
-/// Where a layer's pass starts: position 0, or after the first `start` positions, whose keys and values are
-/// `prefix`'s; `keep` asks the layer to return its keys and values.
+/// What of a layer a pass computes: positions from 0, or after the first `start` positions, whose keys and
+/// values are `prefix`'s; `keep` asks the layer to return its keys and values; without `finish` it stops after
+/// attention (nothing reads its output).
 #[derive(Clone, Copy)]
 struct Resume<'a, T> {
     start: usize,
     prefix: Option<&'a LayerKv<T>>,
     keep: bool,
+    finish: bool,
 }
 
 /// `w · x` for the `t` rows of `x` (plus `bias`), timed and counted as `step`.
