@@ -53,7 +53,8 @@ struct HeadRecord {
 #[derive(Default)]
 struct Recorder {
     heads: BTreeMap<(usize, usize), HeadRecord>,
-    residual: bool,
+    /// A layer whose residual stream the capture asks for.
+    residual: Option<usize>,
 }
 
 fn bits<T: Real>(v: &[T]) -> Vec<u64> {
@@ -80,11 +81,11 @@ impl<T: Real> HeadCapture<T> for HeadRecord {
 impl<T: Real> Capture<T> for Recorder {
     type Head = HeadRecord;
 
-    fn plan(&self, _layer: usize) -> LayerPlan {
+    fn plan(&self, layer: usize) -> LayerPlan {
         LayerPlan {
             vectors: true,
             attention: true,
-            residual: self.residual,
+            residual: self.residual == Some(layer),
             ..LayerPlan::default()
         }
     }
@@ -168,21 +169,25 @@ fn a_resumed_pass_refuses_what_it_cannot_give() {
     let (_, prefix) = model
         .forward_keeping_prefix(&base, &options(0..0, None), &mut Recorder::default())
         .unwrap();
-    let err = |ids: &[u32], opts: ForwardOptions, residual: bool| {
+    let err = |ids: &[u32], opts: ForwardOptions, residual: Option<usize>| {
         let mut cap = Recorder {
             residual,
             ..Recorder::default()
         };
-        model
+        let e = model
             .forward_from_prefix(ids, &opts, &mut cap, &prefix)
             .unwrap_err()
-            .to_string()
+            .to_string();
+        // Refused before any work: the capture received nothing.
+        assert!(cap.heads.is_empty(), "{e}");
+        e
     };
-    assert!(err(&changed, options(100..T, None), false).contains("logits of positions 100..300"));
-    assert!(err(&changed, options(0..0, None), true).contains("residual"));
-    assert!(err(&changed[..T - 1], options(0..0, None), false).contains("299 tokens"));
+    assert!(err(&changed, options(100..T, None), None).contains("logits of positions 100..300"));
+    let last = model.config.n_layers - 1;
+    assert!(err(&changed, options(0..0, None), Some(last)).contains("residual"));
+    assert!(err(&changed[..T - 1], options(0..0, None), None).contains("299 tokens"));
     let mask = vec![true; model.config.n_chunks()];
-    assert!(err(&changed, options(0..0, Some(mask)), false).contains("RoPE mask"));
+    assert!(err(&changed, options(0..0, Some(mask)), None).contains("RoPE mask"));
     // Keys and values kept by another model.
     let other = GgufFile::from_bytes(synth("gemma3").to_bytes()).unwrap();
     let other = Model::<f64>::load(&other).unwrap();

@@ -231,18 +231,22 @@ impl<T: Real> Model<T> {
                 "logits of positions {rows:?} asked of a pass resumed at position {start}"
             )));
         }
+        let whole = |l: usize| {
+            let plan = capture.plan(l);
+            plan.output || plan.residual
+        };
+        if start > 0 && (0..c.layers.len()).any(whole) {
+            return Err(Error::Argument(
+                "a resumed pass computes no head outputs or residual stream for the reused positions; \
+                 the capture asks for them"
+                    .into(),
+            ));
+        }
         let mut x = time(Step::Embed, || self.embed(&ids[start..]));
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
             crate::interrupt::check()?;
             let plan = capture.plan(l);
-            if start > 0 && (plan.output || plan.residual) {
-                return Err(Error::Argument(
-                    "a resumed pass computes no head outputs or residual stream for the reused positions; \
-                     the capture asks for them"
-                        .into(),
-                ));
-            }
             let spec = lc.rope.spec(t);
             let index = match tables.iter().position(|(s, _)| *s == spec) {
                 Some(i) => i,
