@@ -14,8 +14,9 @@
 //! # Public surface
 //!
 //! - [`gguf`]: [`gguf::GgufFile`], a model file's metadata, tensors and hyper-parameters (and a small writer);
-//! - [`model`]: [`model::Model`] (`load`, `config`, `forward` with [`model::ForwardOptions`]) and its
-//!   configuration types;
+//! - [`model`]: [`model::Model`] (`load`, `config`, `forward` with [`model::ForwardOptions`], and
+//!   `forward_keeping_prefix` / `forward_from_prefix` to resume a pass after the tokens it shares with an
+//!   earlier one, [`model::PrefixKv`]) and its configuration types;
 //! - [`capture`]: the [`capture::Capture`] trait and the ready sinks ([`capture::CollectSink`], pairs);
 //! - [`rope`]: [`rope::RopeSpec`], the per-chunk frequencies and the context-extension scalings;
 //! - [`tokenizer`]: [`tokenizer::Tokenizer`], built from a file's own vocabulary;
