@@ -64,4 +64,12 @@ mod tests {
         assert!((spread.max_angle - t).abs() < 1e-15 && (spread.mean_angle - t).abs() < 1e-15);
         assert_eq!(cone_spread(&[vec![1.0, 0.0], vec![-1.0, 0.0]]), None);
     }
+
+    #[test]
+    fn a_zero_vector_or_a_length_mismatch_has_no_spread() {
+        // Each alone refuses: a zero vector of the right length, a non-zero vector of the wrong length.
+        assert_eq!(cone_spread(&[vec![1.0, 0.0], vec![0.0, 0.0]]), None);
+        assert_eq!(cone_spread(&[vec![1.0, 0.0], vec![1.0, 0.0, 0.0]]), None);
+        assert_eq!(cone_spread(&[]), None);
+    }
 }
