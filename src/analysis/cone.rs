@@ -66,6 +66,15 @@ mod tests {
     }
 
     #[test]
+    fn the_axis_weighs_directions_not_lengths() {
+        // A short and a long vector at right angles: the axis bisects them whatever their lengths.
+        let spread = cone_spread(&[vec![0.5, 0.0], vec![0.0, 10.0]]).unwrap();
+        let half = std::f64::consts::FRAC_1_SQRT_2;
+        assert!((spread.axis[0] - half).abs() < 1e-15 && (spread.axis[1] - half).abs() < 1e-15);
+        assert!((spread.mean_angle - std::f64::consts::FRAC_PI_4).abs() < 1e-15);
+    }
+
+    #[test]
     fn a_zero_vector_or_a_length_mismatch_has_no_spread() {
         // Each alone refuses: a zero vector of the right length, a non-zero vector of the wrong length.
         assert_eq!(cone_spread(&[vec![1.0, 0.0], vec![0.0, 0.0]]), None);

@@ -43,9 +43,9 @@ pub fn block_masses(attention: &[f64], m: usize) -> Option<Vec<f64>> {
 
 /// The content order after swapping blocks `a` and `b` of an `n_ctx`-key context cut into `m` blocks:
 /// position `p` then holds original content `perm[p]`. `None` when the blocks are not well defined or
-/// `a`, `b` are not distinct blocks.
+/// `a`, `b` are not distinct blocks (so also when `m < 2`).
 pub fn block_swap_permutation(n_ctx: usize, m: usize, a: usize, b: usize) -> Option<Vec<usize>> {
-    if m < 2 || n_ctx == 0 || !n_ctx.is_multiple_of(m) || a >= m || b >= m || a == b {
+    if n_ctx == 0 || !n_ctx.is_multiple_of(m) || a >= m || b >= m || a == b {
         return None;
     }
     let len = n_ctx / m;
@@ -125,7 +125,21 @@ mod tests {
             block_swap_permutation(6, 3, 0, 2),
             Some(vec![4, 5, 2, 3, 0, 1])
         );
+        assert_eq!(block_swap_permutation(4, 2, 1, 0), Some(vec![2, 3, 0, 1]));
         assert_eq!(block_swap_permutation(7, 3, 0, 2), None);
         assert_eq!(block_masses(&[0.25; 4], 2), Some(vec![0.5, 0.5]));
+    }
+
+    #[test]
+    fn ill_defined_blocks_or_swaps_are_refused() {
+        // Each condition alone: a block swapped with itself, a block out of range, one block, no context.
+        assert_eq!(block_swap_permutation(6, 3, 1, 1), None);
+        assert_eq!(block_swap_permutation(6, 3, 0, 3), None);
+        assert_eq!(block_swap_permutation(6, 3, 3, 0), None);
+        assert_eq!(block_swap_permutation(6, 1, 0, 0), None);
+        assert_eq!(block_swap_permutation(0, 3, 0, 1), None);
+        assert_eq!(block_masses(&[0.2; 5], 2), None);
+        assert_eq!(block_masses(&[0.5; 2], 1), None);
+        assert_eq!(block_masses(&[], 2), None);
     }
 }

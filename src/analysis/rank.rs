@@ -82,5 +82,8 @@ mod tests {
         assert!((stats.rank_one_share - 0.5).abs() < 1e-12);
         assert!((stats.effective_rank - 2.0).abs() < 1e-12);
         assert_eq!(rank_stats(&[0.0, 0.0]), None);
+        // Exact zeros add nothing to the entropy (and no 0·ln 0 = NaN).
+        let stats = rank_stats(&[2.0, 0.0, 0.0]).unwrap();
+        assert_eq!((stats.rank_one_share, stats.effective_rank), (1.0, 1.0));
     }
 }
