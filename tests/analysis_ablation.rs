@@ -52,6 +52,16 @@ fn removing_the_fast_rotations_removes_the_slash_and_changes_the_loss() {
     let rope = find(Variant::PRope { p: 1.0 });
     assert_eq!(rope.loss.to_bits(), base.loss.to_bits());
     assert_eq!(rope.slash_profile, base.slash_profile);
+    // p = 1 rotates what the baseline rotates, so it shares the baseline's measurement and says so; every
+    // other variant names the first earlier one with its rotation, or none.
+    assert_eq!(rope.same_rotation_as, Some(Variant::Baseline));
+    for (i, v) in r.variants.iter().enumerate() {
+        let first = std::iter::once(base)
+            .chain(&r.variants[..i])
+            .find(|e| e.rotated_chunks == v.rotated_chunks)
+            .map(|e| e.variant);
+        assert_eq!(v.same_rotation_as, first, "{:?}", v.variant);
+    }
 
     let nope = find(Variant::PRope { p: 0.0 });
     assert!(nope.rotated_chunks.iter().all(|&k| !k));
@@ -147,4 +157,48 @@ fn bad_input_is_an_error_and_progress_counts_passes() {
     ablation::run(&model, &prompts(2, 20), &params, &|n| count.set(n)).unwrap();
     assert_eq!(count.get(), ablation::passes(2, &params));
     assert_eq!(ablation::passes(2, &params), 2 * 11);
+}
+
+#[test]
+fn a_repeated_rotation_shares_the_first_measurement_of_it() {
+    let model = known_heads_model();
+    let texts = prompts(1, 24);
+    // Reversed p = 0 rotates nothing, as p-RoPE p = 0 does; p = 0.5 is asked for twice.
+    let params = AblationParams {
+        p_values: vec![0.0, 0.5, 0.5],
+        reversed_p_values: vec![0.0],
+        masked_bands: vec![],
+        delta_max: 4,
+        ..AblationParams::default()
+    };
+    let count = std::cell::Cell::new(0);
+    let r = ablation::run(&model, &texts, &params, &|n| count.set(n)).unwrap();
+    assert_eq!(count.get(), ablation::passes(1, &params));
+    let shared: Vec<_> = r.variants.iter().map(|v| v.same_rotation_as).collect();
+    assert_eq!(
+        shared,
+        [
+            None,
+            None,
+            Some(Variant::PRope { p: 0.5 }),
+            Some(Variant::PRope { p: 0.0 })
+        ]
+    );
+    assert_eq!(r.variants[3].variant, Variant::Reversed { p: 0.0 });
+    for (v, first) in [(2, 1), (3, 0)] {
+        let (v, first) = (&r.variants[v], &r.variants[first]);
+        assert_eq!(v.loss.to_bits(), first.loss.to_bits());
+        assert_eq!(v.slash_profile, first.slash_profile);
+    }
+    // A run without the sharing measures the same bits: p = 0 alone.
+    let alone = AblationParams {
+        p_values: vec![0.0],
+        reversed_p_values: vec![],
+        ..params.clone()
+    };
+    let single = ablation::run(&model, &texts, &alone, &quiet).unwrap();
+    assert_eq!(
+        single.variants[0].loss.to_bits(),
+        r.variants[3].loss.to_bits()
+    );
 }

@@ -15,7 +15,10 @@
 //! Per variant: each head's slash profile `SlashScore(Δ)` for `Δ = 0..=delta_max` ([`super::slash`]: the mean
 //! of `S[i, i−Δ]` over rows `i ≥ Δ`, then over prompts), reduced block by block as attention streams out, and
 //! the mean next-token cross-entropy `−log softmax(z_i)[x_{i+1}]` over every predicted token of every prompt.
-//! The unablated model is run first; each variant reports its change against it.
+//! The unablated model is run first; each variant reports its change against it. A variant that rotates the
+//! same chunks as one measured before it (`p = 1` is the baseline; a band with no chunk masks nothing) takes
+//! that measurement instead of running the same passes again (the forward pass is deterministic, so the
+//! figures are the bits a second run would give) and names it in [`VariantResult::same_rotation_as`].
 
 use super::fourier::{
     FrequencyBands, DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY,
@@ -135,6 +138,9 @@ pub struct VariantResult {
     pub variant: Variant,
     /// Which chunks rotate (chunk 0 = fastest).
     pub rotated_chunks: Vec<bool>,
+    /// The first variant measured before this one (the baseline first) that rotates the same chunks, whose
+    /// measurement this one shares; `None` if no earlier variant does.
+    pub same_rotation_as: Option<Variant>,
     /// Mean next-token cross-entropy (nats per token).
     pub loss: f64,
     /// `loss − baseline loss`.
@@ -163,7 +169,8 @@ pub struct AblationReport {
     pub variants: Vec<VariantResult>,
 }
 
-/// Forward passes [`run`] does: one per prompt for the baseline and for every variant.
+/// Progress steps of [`run`]: one per prompt for the baseline and for every variant. Each is a forward pass,
+/// except for a variant that shares an earlier one's rotation, whose steps pass at once.
 pub fn passes(n_prompts: usize, params: &AblationParams) -> u64 {
     let variants =
         params.p_values.len() + params.reversed_p_values.len() + params.masked_bands.len();
@@ -214,7 +221,11 @@ pub fn run<T: Real>(
     };
     let all = vec![true; frequencies.len()];
     let base = measure(model, prompts, None, params.delta_max, &mut tick)?;
-    let variants = params
+    // Every rotation measured so far, the baseline's first, with the variant that measured it.
+    let mut measured: Vec<(Vec<bool>, Variant, Measured)> =
+        vec![(all.clone(), Variant::Baseline, base.clone())];
+    let mut variants = Vec::new();
+    for variant in params
         .p_values
         .iter()
         .map(|&p| Variant::PRope { p })
@@ -230,22 +241,31 @@ pub fn run<T: Real>(
                 .iter()
                 .map(|&band| Variant::BandMasked { band }),
         )
-        .map(|variant| {
-            let rotated = variant.rotated_chunks(&frequencies, &bands);
-            let m = measure(
-                model,
-                prompts,
-                Some(rotated.clone()),
-                params.delta_max,
-                &mut tick,
-            )?;
-            Ok(m.result(variant, rotated, &base))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    {
+        let rotated = variant.rotated_chunks(&frequencies, &bands);
+        let (m, same) = match measured.iter().find(|(r, ..)| *r == rotated) {
+            Some((_, first, m)) => {
+                prompts.iter().for_each(|_| tick());
+                (m.clone(), Some(*first))
+            }
+            None => {
+                let m = measure(
+                    model,
+                    prompts,
+                    Some(rotated.clone()),
+                    params.delta_max,
+                    &mut tick,
+                )?;
+                measured.push((rotated.clone(), variant, m.clone()));
+                (m, None)
+            }
+        };
+        variants.push(m.result(variant, rotated, same, &base));
+    }
     Ok(AblationReport {
         n_predicted: base.n_predicted,
         chunk_bands: frequencies.iter().map(|&g| Band::of(g, &bands)).collect(),
-        baseline: base.clone().result(Variant::Baseline, all, &base),
+        baseline: base.clone().result(Variant::Baseline, all, None, &base),
         variants,
     })
 }
@@ -260,7 +280,13 @@ struct Measured {
 }
 
 impl Measured {
-    fn result(self, variant: Variant, rotated_chunks: Vec<bool>, base: &Measured) -> VariantResult {
+    fn result(
+        self,
+        variant: Variant,
+        rotated_chunks: Vec<bool>,
+        same_rotation_as: Option<Variant>,
+        base: &Measured,
+    ) -> VariantResult {
         let peak = |p: &[f64]| {
             p.iter()
                 .enumerate()
@@ -282,6 +308,7 @@ impl Measured {
         VariantResult {
             variant,
             rotated_chunks,
+            same_rotation_as,
             loss: self.loss,
             loss_change: self.loss - base.loss,
             peak_delta: self
