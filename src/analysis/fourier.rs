@@ -150,4 +150,18 @@ mod tests {
         let shares = s.band_shares(&FrequencyBands::default());
         assert_eq!((shares.low, shares.medium, shares.high), (0.0, 0.0, 1.0));
     }
+
+    #[test]
+    fn band_shares_split_at_the_edges_and_are_zero_without_amplitude() {
+        let bands = FrequencyBands::default();
+        let (low, high) = (bands.low_max, bands.high_min);
+        let shares = BandShares::of([(low.next_down(), 1.0), (low, 2.0), (high, 5.0)], &bands);
+        assert_eq!(
+            (shares.low, shares.medium, shares.high),
+            (0.125, 0.25, 0.625)
+        );
+        // No amplitude at all (a zero query or key): zeros, not 0/0.
+        let none = BandShares::of([(low, 0.0), (high, 0.0)], &bands);
+        assert_eq!((none.low, none.medium, none.high), (0.0, 0.0, 0.0));
+    }
 }
