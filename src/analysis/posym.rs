@@ -142,4 +142,15 @@ mod tests {
         assert_eq!(block_masses(&[0.5; 2], 1), None);
         assert_eq!(block_masses(&[], 2), None);
     }
+
+    #[test]
+    fn pair_scores_follow_positions_or_contents_and_need_attention_on_both_sides() {
+        let stayed = pair_scores(&[0.6, 0.2, 0.2], &[0.6, 0.2, 0.2], 0, 1).unwrap();
+        assert!((stayed.s_pos - 1.0).abs() < 1e-15 && stayed.s_sym < 0.7);
+        let followed = pair_scores(&[0.6, 0.2, 0.2], &[0.2, 0.6, 0.2], 0, 1).unwrap();
+        assert!((followed.s_sym - 1.0).abs() < 1e-15 && followed.s_pos < 0.7);
+        // No attention on the pair before, or after, the swap: the cosines are undefined, not NaN.
+        assert_eq!(pair_scores(&[0.0, 0.0, 1.0], &[0.5, 0.5, 0.0], 0, 1), None);
+        assert_eq!(pair_scores(&[0.5, 0.5, 0.0], &[0.0, 0.0, 1.0], 0, 1), None);
+    }
 }
