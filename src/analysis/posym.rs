@@ -84,7 +84,7 @@ pub fn block_swap_scores(
     tau: f64,
     mut attend: impl FnMut(&[usize]) -> Vec<f64>,
 ) -> Option<SwapScores> {
-    if tau <= 0.0 || n_ctx == 0 {
+    if tau.is_nan() || tau <= 0.0 || n_ctx == 0 {
         return None;
     }
     let identity: Vec<usize> = (0..n_ctx).collect();
@@ -152,5 +152,18 @@ mod tests {
         // No attention on the pair before, or after, the swap: the cosines are undefined, not NaN.
         assert_eq!(pair_scores(&[0.0, 0.0, 1.0], &[0.5, 0.5, 0.0], 0, 1), None);
         assert_eq!(pair_scores(&[0.5, 0.5, 0.0], &[0.0, 0.0, 1.0], 0, 1), None);
+    }
+
+    #[test]
+    fn block_swap_scores_refuse_a_temperature_that_is_not_positive_and_an_empty_context() {
+        // Attention that stays with positions: both refusals are each condition alone.
+        let stays = |p: &[usize]| (0..p.len()).map(|i| (i + 1) as f64 / 21.0).collect();
+        let good = block_swap_scores(6, 3, 0.1, stays).unwrap();
+        assert!((good.s_pos - 1.0).abs() < 1e-12);
+        for tau in [0.0, -0.1, f64::NAN] {
+            assert_eq!(block_swap_scores(6, 3, tau, stays), None, "τ = {tau}");
+        }
+        let never = |_: &[usize]| -> Vec<f64> { panic!("no context: nothing to attend over") };
+        assert_eq!(block_swap_scores(0, 3, 0.1, never), None);
     }
 }
