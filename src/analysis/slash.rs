@@ -66,4 +66,16 @@ mod tests {
         assert_eq!(mean_slash_score([(&s[..], n), (&s[..], n)], 0), Some(1.0));
         assert!(is_slash_dominant(1.0, DEFAULT_SLASH_KAPPA));
     }
+
+    #[test]
+    fn mean_slash_score_averages_prompts_and_skips_those_too_short() {
+        let eye = [1.0, 0.0, 0.0, 1.0];
+        // Previous-token attention over three tokens (the first row can only attend to itself).
+        let prev = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        let one = [1.0];
+        let prompts = [(&eye[..], 2), (&prev[..], 3), (&one[..], 1)];
+        assert_eq!(mean_slash_score(prompts, 1), Some(0.5));
+        assert_eq!(mean_slash_score(prompts, 2), Some(0.0));
+        assert_eq!(mean_slash_score([(&one[..], 1)], 1), None);
+    }
 }
