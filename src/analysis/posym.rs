@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn block_swap_scores_refuse_a_temperature_that_is_not_positive_and_an_empty_context() {
-        // Attention that stays with positions: both refusals are each condition alone.
+        // Attention that stays with positions; each refusal below breaks one condition alone.
         let stays = |p: &[usize]| (0..p.len()).map(|i| (i + 1) as f64 / 21.0).collect();
         let good = block_swap_scores(6, 3, 0.1, stays).unwrap();
         assert!((good.s_pos - 1.0).abs() < 1e-12);
