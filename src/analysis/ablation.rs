@@ -219,12 +219,14 @@ pub fn run<T: Real>(
         done += 1;
         progress(done);
     };
-    let all = vec![true; frequencies.len()];
     let base = measure(model, prompts, None, params.delta_max, &mut tick)?;
-    // Every rotation measured so far, the baseline's first, with the variant that measured it.
-    let mut measured: Vec<(Vec<bool>, Variant, Measured)> =
-        vec![(all.clone(), Variant::Baseline, base.clone())];
-    let mut variants = Vec::new();
+    let baseline = base.clone().result(
+        Variant::Baseline,
+        vec![true; frequencies.len()],
+        None,
+        &base,
+    );
+    let mut variants: Vec<VariantResult> = Vec::new();
     for variant in params
         .p_values
         .iter()
@@ -243,29 +245,34 @@ pub fn run<T: Real>(
         )
     {
         let rotated = variant.rotated_chunks(&frequencies, &bands);
-        let (m, same) = match measured.iter().find(|(r, ..)| *r == rotated) {
-            Some((_, first, m)) => {
+        // The first result with this rotation is the one that measured it (the baseline first).
+        let earlier = std::iter::once(&baseline)
+            .chain(&variants)
+            .find(|e| e.rotated_chunks == rotated);
+        let result = match earlier {
+            Some(e) => {
                 prompts.iter().for_each(|_| tick());
-                (m.clone(), Some(*first))
+                VariantResult {
+                    variant,
+                    same_rotation_as: Some(e.variant),
+                    ..e.clone()
+                }
             }
-            None => {
-                let m = measure(
-                    model,
-                    prompts,
-                    Some(rotated.clone()),
-                    params.delta_max,
-                    &mut tick,
-                )?;
-                measured.push((rotated.clone(), variant, m.clone()));
-                (m, None)
-            }
+            None => measure(
+                model,
+                prompts,
+                Some(rotated.clone()),
+                params.delta_max,
+                &mut tick,
+            )?
+            .result(variant, rotated, None, &base),
         };
-        variants.push(m.result(variant, rotated, same, &base));
+        variants.push(result);
     }
     Ok(AblationReport {
         n_predicted: base.n_predicted,
         chunk_bands: frequencies.iter().map(|&g| Band::of(g, &bands)).collect(),
-        baseline: base.clone().result(Variant::Baseline, all, None, &base),
+        baseline,
         variants,
     })
 }
