@@ -172,4 +172,80 @@ mod tests {
         assert_eq!(a.0.to_bits(), b.0.to_bits());
         assert_eq!(a.1, b.1);
     }
+
+    #[test]
+    fn mean_over_examples_is_the_mean_of_losses_and_gradients() {
+        // 10 examples: one full unit of 8 and a partial one of 2.
+        let (loss, grad) = mean_over_examples(10, 2, |i, g| {
+            g[0] += i as f64;
+            g[1] += 1.0;
+            2.0 * i as f64
+        });
+        assert_eq!(loss, 9.0);
+        assert_eq!(grad, vec![4.5, 1.0]);
+    }
+
+    #[test]
+    fn updates_follow_their_rules() {
+        // Adam with non-default constants, so that each of them changes the result; expected values computed
+        // by hand from Kingma & Ba's algorithm (bias-corrected moments, ε added to the root).
+        let rule = Optimizer::Adam {
+            lr: 0.1,
+            beta1: 0.5,
+            beta2: 0.75,
+            eps: 0.25,
+        };
+        let mut state = OptimizerState::new(rule, 2);
+        let mut params = [0.0, 1.0];
+        let expected = [
+            [-0.066_666_666_666_666_67, 1.088_888_888_888_888_8],
+            [-0.106_488_571_374_248_55, 1.164_566_577_728_585_6],
+        ];
+        for (grad, want) in [[0.5, -2.0], [0.1, -1.0]].iter().zip(expected) {
+            state.update(&mut params, grad);
+            for (p, w) in params.iter().zip(want) {
+                assert!((p - w).abs() < 1e-15, "{p} against {w}");
+            }
+        }
+        let mut params = [1.0, -1.0];
+        OptimizerState::new(Optimizer::GradientDescent { lr: 0.5 }, 2).update(&mut params, &[2.0, -4.0]);
+        assert_eq!(params, [0.0, 1.0]);
+        assert_eq!(
+            Optimizer::adam(0.01),
+            Optimizer::Adam {
+                lr: 0.01,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8
+            }
+        );
+    }
+
+    /// `L(θ) = θ²` on one parameter.
+    struct Square;
+
+    impl Objective for Square {
+        fn n_params(&self) -> usize {
+            1
+        }
+        fn loss_and_grad(&self, params: &[f64]) -> (f64, Vec<f64>) {
+            (params[0] * params[0], vec![2.0 * params[0]])
+        }
+    }
+
+    #[test]
+    fn training_records_every_few_steps_and_the_last() {
+        let mut params = [1.0];
+        let (mut records, mut progress) = (Vec::new(), Vec::new());
+        // Gradient descent with rate 1/4 halves θ at every step.
+        let rule = Optimizer::GradientDescent { lr: 0.25 };
+        train(&Square, &mut params, rule, 7, 3, &mut |s| progress.push(s), |step, p, loss| {
+            records.push((step, p[0], loss))
+        });
+        assert_eq!(progress, (1..=7).collect::<Vec<_>>());
+        // The loss before the step's update, the parameters after it.
+        let at = |step: i32| (step as usize, 0.5f64.powi(step), 0.25f64.powi(step - 1));
+        assert_eq!(records, vec![at(3), at(6), at(7)]);
+        assert_eq!(params, [0.5f64.powi(7)]);
+    }
 }

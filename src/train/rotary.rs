@@ -90,4 +90,32 @@ mod tests {
             assert!((lhs - rhs).abs() < 1e-12);
         }
     }
+
+    #[test]
+    fn dropped_chunks_are_zero_and_kept_chunks_rotate() {
+        // Chunks 0 and 2 of 3 kept, adjacent pairs: chunk l turns by pos · base^(−2l/6).
+        let spec = RopeSpec::new(6, 100.0, Pairing::Adjacent);
+        let r = GatedRope::new(spec, ChunkGate::from_chunks(3, &[0, 2]).unwrap(), 8);
+        let x = [1.0, 2.0, 3.0, 4.0, -1.0, 0.5];
+        let (pos, y) = (5, r.apply(&x, 5));
+        for l in 0..3 {
+            let angle = pos as f64 * 100f64.powf(-2.0 * l as f64 / 6.0);
+            let (c, s) = (angle.cos(), angle.sin());
+            let (a, b) = (x[2 * l], x[2 * l + 1]);
+            let want = if l == 1 {
+                [0.0, 0.0]
+            } else {
+                [a * c - b * s, a * s + b * c]
+            };
+            for (got, w) in y[2 * l..2 * l + 2].iter().zip(want) {
+                assert!((got - w).abs() < 1e-14, "chunk {l}: {got} against {w}");
+            }
+        }
+        // The transpose rotates back: on kept chunks it undoes `apply`.
+        let back = r.apply_transpose(&y, pos);
+        for d in [0, 1, 4, 5] {
+            assert!((back[d] - x[d]).abs() < 1e-14);
+        }
+        assert_eq!(&back[2..4], &[0.0, 0.0]);
+    }
 }
