@@ -7,8 +7,9 @@
 # AREA is `theory` (src/theory/, checked by tests/theory_*.rs), `analysis` (src/analysis/, by the theory and
 # analysis tests) or `train` (src/train/, by tests/train_*.rs). SHARD (`k/n`, default `0/1`: every mutant)
 # runs every n-th mutant from the k-th, round robin, so a shard is an even sample of the area. MODULEs (file
-# names in the area, without `.rs`) restrict the run to those files, e.g. the measurements the theory checks
-# use: `theory/mutants.sh analysis 0/1 cone fourier posym rank slash softmax`.
+# names in the area, without `.rs`, each with its submodule directory if it has one) restrict the run to those
+# files, e.g. the measurements the theory checks use:
+# `theory/mutants.sh analysis 0/1 cone fourier posym rank slash softmax`.
 #
 # The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched). Its target
 # directory, ~/.cache/ropescope/mutants/target (ROPESCOPE_CACHE overrides the root), is shared by every run, so
@@ -40,8 +41,10 @@ if ((${#modules[@]})); then
     cache+="-$(IFS=-; echo "${modules[*]}")"
     files=()
     for m in "${modules[@]}"; do
-        [[ -f "$root/src/$area/$m.rs" ]] || { echo "no module src/$area/$m.rs" >&2; exit 2; }
-        files+=(-f "src/$area/$m.rs")
+        [[ -f "$root/src/$area/$m.rs" || -d "$root/src/$area/$m" ]] || { echo "no module src/$area/$m" >&2; exit 2; }
+        if [[ -f "$root/src/$area/$m.rs" ]]; then files+=(-f "src/$area/$m.rs"); fi
+        # A module with submodules: its directory too.
+        if [[ -d "$root/src/$area/$m" ]]; then files+=(-f "src/$area/$m/**/*.rs" -f "src/$area/$m/*.rs"); fi
     done
 fi
 mkdir -p "$cache"
