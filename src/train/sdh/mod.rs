@@ -229,7 +229,7 @@ pub fn run(config: &SdhConfig, progress: &mut dyn FnMut(usize)) -> Result<SdhOut
     };
     let measure = |step: usize, p: &[f64], loss: f64| {
         let maps = maps_of(&head, p, &rope, &eval_prompts);
-        let profile = profile(&maps, config.train_len - 1, config.offset, config.kappa);
+        let profile = profile(&maps, config.offset, config.kappa);
         let (q, k) = stacked_queries_keys(&head, p, &rope, &eval_prompts);
         SdhCurvePoint {
             step,
@@ -262,14 +262,9 @@ pub fn run(config: &SdhConfig, progress: &mut dyn FnMut(usize)) -> Result<SdhOut
             .collect(),
         embedding_cone_spread: cone_spread(head.embeddings()),
         curve,
-        in_distribution: profile(&maps, config.train_len - 1, config.offset, config.kappa),
-        uniform_tokens: profile(
-            &maps_uniform,
-            config.train_len - 1,
-            config.offset,
-            config.kappa,
-        ),
-        uniform_tokens_longer: profile(&maps_ood, config.ood_len - 1, config.offset, config.kappa),
+        in_distribution: profile(&maps, config.offset, config.kappa),
+        uniform_tokens: profile(&maps_uniform, config.offset, config.kappa),
+        uniform_tokens_longer: profile(&maps_ood, config.offset, config.kappa),
         q_rank_one: rank_one_stats(&q),
         k_rank_one: rank_one_stats(&k),
         chunk_amplitude_share: chunk_amplitude_share(&spec, &q, &k),
@@ -310,8 +305,10 @@ fn stacked_queries_keys(
     (qs, ks)
 }
 
-fn profile(maps: &[CausalAttention], max_offset: usize, offset: usize, kappa: f64) -> SlashProfile {
-    let scores = slash_scores(maps, max_offset);
+/// The slash profile of `maps` over every offset their longest prompt has; `offset` must be one of them.
+fn profile(maps: &[CausalAttention], offset: usize, kappa: f64) -> SlashProfile {
+    let longest = maps.iter().map(Vec::len).max().unwrap_or(0);
+    let scores = slash_scores(maps, longest.saturating_sub(1));
     let max_other = scores
         .iter()
         .enumerate()
@@ -326,6 +323,7 @@ fn profile(maps: &[CausalAttention], max_offset: usize, offset: usize, kappa: f6
     }
 }
 
+/// The element-wise mean of `maps`, as a row-major `n × n` matrix (zero above the diagonal).
 fn mean_map(maps: &[CausalAttention], n: usize) -> Vec<f64> {
     let mut out = vec![0.0; n * n];
     for m in maps {
@@ -348,4 +346,46 @@ fn chunk_amplitude_share(spec: &RopeSpec, q: &[Vec<f64>], k: &[Vec<f64>]) -> Vec
         .collect();
     let total: f64 = amp.iter().sum();
     amp.iter().map(|a| a / total).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_covers_every_offset_of_the_longest_prompt() {
+        let short = vec![vec![1.0], vec![0.25, 0.75]];
+        let long = vec![vec![1.0], vec![0.5, 0.5], vec![0.1, 0.6, 0.3]];
+        let p = profile(&[short, long], 1, 0.4);
+        // Δ = 0: (0.875 + 0.6) / 2; Δ = 1: (0.25 + 0.55) / 2; Δ = 2: 0.1.
+        let want = [0.7375, 0.4, 0.1];
+        assert_eq!(p.scores.len(), 3);
+        for (s, w) in p.scores.iter().zip(want) {
+            assert!((s - w).abs() < 1e-15, "{s} against {w}");
+        }
+        assert_eq!((p.at_offset, p.max_other), (p.scores[1], p.scores[0]));
+        assert!(p.slash_dominant, "a score equal to κ is dominant");
+        assert!(!profile(&[vec![vec![1.0], vec![0.7, 0.3]]], 1, 0.71).slash_dominant);
+    }
+
+    #[test]
+    fn mean_map_averages_the_prompts() {
+        let maps = [
+            vec![vec![1.0], vec![0.25, 0.75]],
+            vec![vec![1.0], vec![0.75, 0.25]],
+        ];
+        assert_eq!(mean_map(&maps, 2), vec![1.0, 0.0, 0.5, 0.5]);
+    }
+
+    #[test]
+    fn chunk_amplitude_share_is_the_normalised_product_of_mean_chunk_norms() {
+        let spec = RopeSpec::new(4, 100.0, Pairing::Adjacent);
+        // Chunk 0: mean |q| (5 + 0) / 2, |k| 1; chunk 1: mean |q| 1, |k| 2.
+        let q = [vec![3.0, 4.0, 0.0, 1.0], vec![0.0, 0.0, 1.0, 0.0]];
+        let k = [vec![1.0, 0.0, 0.0, 2.0]];
+        let share = chunk_amplitude_share(&spec, &q, &k);
+        for (s, w) in share.iter().zip([2.5 / 4.5, 2.0 / 4.5]) {
+            assert!((s - w).abs() < 1e-15, "{s} against {w}");
+        }
+    }
 }
