@@ -168,3 +168,55 @@ impl Objective for TaskLoss<'_> {
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rope::{Pairing, RopeSpec};
+    use crate::train::gate::ChunkGate;
+
+    #[test]
+    fn parameters_are_query_key_and_output_matrices_feature_by_feature() {
+        // 2 features, head dimension 4, 2 classes: W_Q = params[0..8], W_K = [8..16], W_out = [16..20], the
+        // column of feature f at offset 4f (2f for W_out) in its matrix.
+        let head = GatedHead {
+            n_features: 2,
+            head_dim: 4,
+            n_classes: 2,
+        };
+        assert_eq!(head.n_params(), 20);
+        let params: Vec<f64> = (0..20).map(|i| (0.7 * i as f64).sin()).collect();
+        let rope = GatedRope::new(
+            RopeSpec::new(4, 10.0, Pairing::Adjacent),
+            ChunkGate::all(2),
+            3,
+        );
+        let example = Example {
+            context: vec![vec![0], vec![0, 1]],
+            query: vec![1],
+            answer: 0,
+            answer_pos: 0,
+        };
+        let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<_>>();
+        let q = rope.apply(&params[4..8], 2);
+        let keys = [params[8..12].to_vec(), add(&params[8..12], &params[12..16])];
+        let logits: Vec<f64> = keys
+            .iter()
+            .enumerate()
+            .map(|(j, k)| dot(&q, &rope.apply(k, j)))
+            .collect();
+        let total: f64 = logits.iter().map(|a| a.exp()).sum();
+        let s: Vec<f64> = logits.iter().map(|a| a.exp() / total).collect();
+        let got = head.attention(&params, &rope, &example.context, &example.query);
+        for (g, w) in got.iter().zip(&s) {
+            assert!((g - w).abs() < 1e-15, "attention {g} against {w}");
+        }
+        // z = S_0 · W_out[:, 0] + S_1 · (W_out[:, 0] + W_out[:, 1]).
+        let outputs = [params[16..18].to_vec(), add(&params[16..18], &params[18..20])];
+        let z = head.logits(&params, &rope, &example);
+        for (c, zc) in z.iter().enumerate() {
+            let want = s[0] * outputs[0][c] + s[1] * outputs[1][c];
+            assert!((zc - want).abs() < 1e-15, "class {c}: {zc} against {want}");
+        }
+    }
+}
