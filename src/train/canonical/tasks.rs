@@ -153,6 +153,28 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
+    fn sizes_are_refused_one_condition_at_a_time() {
+        let sizes = |context_len, n_symbols, n_keys| TaskSizes {
+            context_len,
+            n_symbols,
+            n_keys,
+        };
+        for task in [Task::Index, Task::Retrieval, Task::Induction] {
+            assert!(task.check(&sizes(1, 4, 1)).is_err(), "{task:?}: one context token");
+            assert!(task.check(&sizes(4, 1, 1)).is_err(), "{task:?}: one symbol");
+        }
+        assert!(Task::Index.check(&sizes(2, 2, 0)).is_ok());
+        // Retrieval: distinct keys, at least one per context position.
+        assert!(Task::Retrieval.check(&sizes(4, 2, 3)).is_err());
+        assert!(Task::Retrieval.check(&sizes(4, 2, 4)).is_ok());
+        // Induction: at least one key and fewer keys than positions.
+        assert!(Task::Induction.check(&sizes(4, 2, 0)).is_err());
+        assert!(Task::Induction.check(&sizes(4, 2, 4)).is_err());
+        assert!(Task::Induction.check(&sizes(4, 2, 1)).is_ok());
+        assert!(Task::Induction.check(&sizes(4, 2, 3)).is_ok());
+    }
+
+    #[test]
     fn answers_are_where_the_tasks_say() {
         let s = TaskSizes {
             context_len: 10,
