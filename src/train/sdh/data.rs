@@ -117,5 +117,13 @@ mod tests {
         let iso = embeddings(EmbeddingGeometry::Isotropic, 200, 16, &mut rng);
         assert!((cone_spread(&cone) - 0.3).abs() < 0.03);
         assert!(cone_spread(&iso) > 1.2);
+        // Unit vectors (on the cone, only when the token parts are orthogonal to the axis), each at the
+        // half-angle from the axis, up to the error of estimating the axis from 200 of them.
+        for e in cone.iter().chain(&iso) {
+            let norm = e.iter().map(|x| x * x).sum::<f64>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-12, "norm {norm}");
+        }
+        let spread = crate::analysis::cone::cone_spread(&cone).unwrap();
+        assert!((spread.max_angle - 0.3).abs() < 0.03, "{}", spread.max_angle);
     }
 }
