@@ -12,7 +12,8 @@
 mod analysis_support;
 
 use analysis_support::*;
-use ropescope::analysis::ablation::{self, AblationParams, Band, Variant};
+use ropescope::analysis::ablation::{self, AblationParams, Variant};
+use ropescope::analysis::fourier::Band;
 use ropescope::analysis::slash;
 use ropescope::capture::CollectSink;
 use ropescope::model::ForwardOptions;
@@ -48,6 +49,11 @@ fn removing_the_fast_rotations_removes_the_slash_and_changes_the_loss() {
         assert!(base.peak_score[0][h] > 0.9, "head {h} is a slash head");
     }
     let find = |v: Variant| r.variants.iter().find(|x| x.variant == v).unwrap();
+    // Loss changes are against the baseline's loss.
+    assert_eq!(base.loss_change, 0.0);
+    for v in &r.variants {
+        assert_eq!(v.loss_change, v.loss - base.loss, "{:?}", v.variant);
+    }
 
     let rope = find(Variant::PRope { p: 1.0 });
     assert_eq!(rope.loss.to_bits(), base.loss.to_bits());

@@ -21,7 +21,7 @@
 //! figures are the bits a second run would give) and names it in [`VariantResult::same_rotation_as`].
 
 use super::fourier::{
-    FrequencyBands, DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY,
+    Band, FrequencyBands, DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY,
 };
 use super::slash_stream::SlashCapture;
 use crate::error::{Error, Result};
@@ -35,31 +35,6 @@ pub const DEFAULT_P_VALUES: [f64; 5] = [1.0, 0.75, 0.5, 0.25, 0.0];
 pub const DEFAULT_REVERSED_P_VALUES: [f64; 2] = [0.75, 0.25];
 /// Default largest offset `Δ` of the slash profiles.
 pub const DEFAULT_DELTA_MAX: usize = 16;
-
-/// A frequency band of [`FrequencyBands`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Band {
-    /// `g_l < low_max`.
-    Low,
-    /// `low_max ≤ g_l < high_min`.
-    Medium,
-    /// `g_l ≥ high_min`.
-    High,
-}
-
-impl Band {
-    /// The band of angular frequency `g`.
-    pub fn of(g: f64, bands: &FrequencyBands) -> Self {
-        if g < bands.low_max {
-            Band::Low
-        } else if g < bands.high_min {
-            Band::Medium
-        } else {
-            Band::High
-        }
-    }
-}
 
 /// Parameters of the ablation.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -123,10 +98,9 @@ impl Variant {
             Variant::Baseline => vec![true; n],
             Variant::PRope { p } => (0..n).map(|l| l < kept(p)).collect(),
             Variant::Reversed { p } => (0..n).map(|l| l >= n - kept(p)).collect(),
-            Variant::BandMasked { band } => frequencies
-                .iter()
-                .map(|&g| Band::of(g, bands) != band)
-                .collect(),
+            Variant::BandMasked { band } => {
+                frequencies.iter().map(|&g| bands.band(g) != band).collect()
+            }
         }
     }
 }
@@ -271,7 +245,7 @@ pub fn run<T: Real>(
     }
     Ok(AblationReport {
         n_predicted: base.n_predicted,
-        chunk_bands: frequencies.iter().map(|&g| Band::of(g, &bands)).collect(),
+        chunk_bands: frequencies.iter().map(|&g| bands.band(g)).collect(),
         baseline,
         variants,
     })

@@ -10,6 +10,7 @@
 //! Chunks are found through [`RopeSpec::chunk_dims`], so the decomposition holds for both pairings.
 
 use crate::rope::RopeSpec;
+use serde::Serialize;
 
 /// Default upper edge of the low band: chunks with `g_l` below it rotate by less than one radian over
 /// 100 tokens (wavelength above 628 tokens). The slash paper does not publish its band edges; this is ours.
@@ -48,6 +49,31 @@ pub struct FrequencyBands {
     pub high_min: f64,
 }
 
+/// A frequency band of [`FrequencyBands`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    /// `g_l < low_max`.
+    Low,
+    /// `low_max ≤ g_l < high_min`.
+    Medium,
+    /// `g_l ≥ high_min`.
+    High,
+}
+
+impl FrequencyBands {
+    /// The band of angular frequency `g`.
+    pub fn band(&self, g: f64) -> Band {
+        if g < self.low_max {
+            Band::Low
+        } else if g < self.high_min {
+            Band::Medium
+        } else {
+            Band::High
+        }
+    }
+}
+
 impl Default for FrequencyBands {
     fn default() -> Self {
         Self {
@@ -78,12 +104,10 @@ impl BandShares {
             high: 0.0,
         };
         for (g, v) in terms {
-            let slot = if g < bands.low_max {
-                &mut shares.low
-            } else if g < bands.high_min {
-                &mut shares.medium
-            } else {
-                &mut shares.high
+            let slot = match bands.band(g) {
+                Band::Low => &mut shares.low,
+                Band::Medium => &mut shares.medium,
+                Band::High => &mut shares.high,
             };
             *slot += v;
         }
