@@ -59,12 +59,16 @@ fn built_heads_are_aligned_on_their_target_pairs() {
     assert!(close(prev.diagonal.mean_ratio, cos1));
     assert!(close(prev.previous.mean_pre_rope_ratio, cos1));
     assert!(close(prev.previous.mean_bound, bound));
+    // Aligned pairs reach their bound; one step off, the bound times the one-step cosine.
+    assert!(close(prev.previous.mean_activation, bound));
+    assert!(close(prev.diagonal.mean_activation, bound * cos1));
     assert!(prev.baseline.mean_ratio < cos1);
     assert_eq!(prev.previous.n_pairs, 2 * 28); // rows 2..29 of each prompt (BOS left out as key)
     assert_eq!(prev.baseline.n_pairs, 2 * (27 * 28 / 2));
 
     let diag = &r.heads[1];
     assert!(close(diag.diagonal.mean_ratio, 1.0));
+    assert!(close(diag.diagonal.mean_activation, bound));
     assert!(close(diag.previous.mean_ratio, cos1));
     assert!(close(diag.diagonal.mean_pre_rope_ratio, 1.0));
     assert!(close(diag.previous.mean_pre_rope_ratio, 1.0));

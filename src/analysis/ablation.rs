@@ -355,3 +355,19 @@ fn cross_entropy<T: Real>(logits: &[T], target: usize) -> f64 {
     let sum: f64 = logits.iter().map(|z| (z.to_f64_exact() - max).exp()).sum();
     max + sum.ln() - logits[target].to_f64_exact()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cross_entropy_is_the_negative_log_probability_of_the_target() {
+        // softmax(0, ln 2, ln 5) = (1, 2, 5) / 8; in f32 the logits are rounded, to 1e-7 relative.
+        let z = [0.0, 2f64.ln(), 5f64.ln()];
+        assert!((cross_entropy(&z, 1) - 4f64.ln()).abs() < 1e-15);
+        let z32 = z.map(|x| x as f32);
+        assert!((cross_entropy(&z32, 2) - (8.0f64 / 5.0).ln()).abs() < 1e-6);
+        // Far from zero, where an unshifted exponential would overflow.
+        assert!((cross_entropy(&z.map(|x| x + 1000.0), 0) - 8f64.ln()).abs() < 1e-12);
+    }
+}
