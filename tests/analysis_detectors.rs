@@ -9,7 +9,9 @@ mod analysis_support;
 use analysis_support::*;
 use ropescope::analysis::detectors::{self, DetectorParams, Pattern, PATTERNS};
 use ropescope::capture::CollectSink;
+use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
+use ropescope::synthetic::SyntheticModel;
 
 const BUILT_TOL: f64 = 1e-3;
 const STREAM_TOL: f64 = 1e-12;
@@ -97,17 +99,65 @@ fn dense_pattern(p: Pattern, x: &[u32]) -> Vec<f64> {
     d
 }
 
+/// Every head's full attention matrix over `ids`, layer by layer, head by head.
 fn full_attention(model: &Model<f64>, ids: &[u32]) -> Vec<Vec<f64>> {
-    let mut sink = CollectSink::new(vec![0], 0..ids.len());
+    let mut sink = CollectSink::new((0..model.config.n_layers).collect(), 0..ids.len());
     model
         .forward(ids, &ForwardOptions::default(), &mut sink)
         .unwrap();
     sink.records.into_iter().map(|r| r.probs).collect()
 }
 
+/// Checks every layer's and head's streamed scores of `model` on `texts` and on the repeated random sequences
+/// against the full-matrix re-implementation, for each way of leaving BOS and the current token out.
+fn streamed_scores_equal_full_matrix_scores(model: &Model<f64>, texts: &[Vec<u32>]) {
+    let (n_layers, n_heads) = (model.config.n_layers, model.config.n_heads);
+    for (bos, current) in [(false, false), (true, true), (true, false)] {
+        let p = DetectorParams {
+            exclude_bos: bos,
+            exclude_current_token: current,
+            ..params()
+        };
+        let r = detectors::run(model, texts, &p, &quiet).unwrap();
+        let random = detectors::random_sequences(64, &p).unwrap();
+        assert_eq!(random[0].len(), 41);
+        assert_eq!(random[0][1..21], random[0][21..]);
+        assert!(random.iter().all(|s| s[0] == BOS && !s[1..].contains(&BOS)));
+        for (set, seqs) in [(&r.text, texts), (&r.repeated, &random[..])] {
+            let attention: Vec<_> = seqs.iter().map(|s| full_attention(model, s)).collect();
+            for pattern in PATTERNS {
+                for (layer, head) in (0..n_layers).flat_map(|l| (0..n_heads).map(move |h| (l, h))) {
+                    for mul in [true, false] {
+                        let expected: f64 = seqs
+                            .iter()
+                            .zip(&attention)
+                            .map(|(s, a)| {
+                                let d = dense_pattern(pattern, s);
+                                let a = &a[layer * n_heads + head];
+                                transformer_lens_score(a, &d, s.len(), bos, current, mul)
+                            })
+                            .sum::<f64>()
+                            / seqs.len() as f64;
+                        let scores = set.get(pattern);
+                        let got = if mul {
+                            scores.mul[layer][head]
+                        } else {
+                            scores.abs[layer][head]
+                        };
+                        assert!(
+                            (got - expected).abs() < STREAM_TOL,
+                            "{pattern:?} layer {layer} head {head} mul={mul} bos={bos} current={current}: \
+                             {got} vs {expected}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn streamed_scores_equal_transformer_lens_on_full_matrices() {
-    let model = known_heads_model();
     // Text with repeated tokens, so that duplicate and induction targets exist on text too.
     let texts: Vec<Vec<u32>> = prompts(2, 30)
         .into_iter()
@@ -117,46 +167,12 @@ fn streamed_scores_equal_transformer_lens_on_full_matrices() {
                 .collect()
         })
         .collect();
-    for (bos, current) in [(false, false), (true, true), (true, false)] {
-        let p = DetectorParams {
-            exclude_bos: bos,
-            exclude_current_token: current,
-            ..params()
-        };
-        let r = detectors::run(&model, &texts, &p, &quiet).unwrap();
-        let random = detectors::random_sequences(64, &p).unwrap();
-        assert_eq!(random[0].len(), 41);
-        assert_eq!(random[0][1..21], random[0][21..]);
-        assert!(random.iter().all(|s| s[0] == BOS && !s[1..].contains(&BOS)));
-        for (set, seqs) in [(&r.text, &texts), (&r.repeated, &random)] {
-            let attention: Vec<_> = seqs.iter().map(|s| full_attention(&model, s)).collect();
-            for pattern in PATTERNS {
-                for head in 0..6 {
-                    for mul in [true, false] {
-                        let expected: f64 = seqs
-                            .iter()
-                            .zip(&attention)
-                            .map(|(s, a)| {
-                                let d = dense_pattern(pattern, s);
-                                transformer_lens_score(&a[head], &d, s.len(), bos, current, mul)
-                            })
-                            .sum::<f64>()
-                            / seqs.len() as f64;
-                        let scores = set.get(pattern);
-                        let got = if mul {
-                            scores.mul[0][head]
-                        } else {
-                            scores.abs[0][head]
-                        };
-                        assert!(
-                            (got - expected).abs() < STREAM_TOL,
-                            "{pattern:?} head {head} mul={mul} bos={bos} current={current}: {got} vs {expected}"
-                        );
-                    }
-                }
-            }
-        }
-    }
+    // The built heads (one layer), and a random model of two layers of four heads.
+    streamed_scores_equal_full_matrix_scores(&known_heads_model(), &texts);
+    let random = SyntheticModel::new("qwen2").to_bytes();
+    let random = Model::load(&GgufFile::from_bytes(random).unwrap()).unwrap();
+    assert_eq!((random.config.n_layers, random.config.n_heads), (2, 4));
+    streamed_scores_equal_full_matrix_scores(&random, &texts);
 }
 
 #[test]
@@ -225,10 +241,14 @@ fn built_induction_and_duplicate_heads_score_their_ceiling() {
         (induction - expected).abs() < BUILT_TOL,
         "{induction} vs {expected}"
     );
-    assert!(r
+    // Induction and duplicate-token heads are labelled by their scores on the repeated sequences.
+    let label = r
         .labels
         .iter()
-        .any(|l| (l.kind, l.layer, l.head) == (Pattern::Induction, 1, 0)));
+        .find(|l| (l.kind, l.layer, l.head) == (Pattern::Induction, 1, 0))
+        .expect("the induction head is labelled");
+    assert_eq!(label.score, induction);
+    assert_ne!(label.score, r.text.get(Pattern::Induction).mul[1][0]);
     assert!(r.repeated.get(Pattern::Induction).mul[1][1] < 0.1);
     // The duplicate-token head also attends to itself: without the current token its score is 1.
     let p = DetectorParams {
