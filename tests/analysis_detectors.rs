@@ -1,5 +1,6 @@
 //! The head detectors on heads built to be previous-token, diagonal and sink heads, and against a plain
-//! full-matrix re-implementation of TransformerLens's `detect_head` on every head and pattern.
+//! full-matrix re-implementation of TransformerLens's `detect_head` on every layer, head and pattern (of the
+//! built heads' model and of a random two-layer model).
 //!
 //! Tolerances: the built heads put all but `e^−12` of each row on their target, so their "mul" scores are the
 //! pattern's ceiling to `1e−3`; the streamed scores equal the full-matrix ones up to summation order, `1e−12`.
