@@ -8,9 +8,12 @@ import textwrap
 
 
 def test_ctrl_c_stops_a_forward_pass(model_path):
-    # A float64 pass over 2048 tokens takes several seconds; SIGINT is sent once the pass has started.
+    # A float64 pass over 2048 tokens takes several seconds; SIGINT is sent once the pass has started. The
+    # child installs Python's Ctrl-C handler itself: a process started in the background by a non-interactive
+    # shell inherits SIGINT ignored, and Python then leaves it ignored.
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import ropescope as rs
         m = rs.Model({model_path!r}, precision="f64")
         ids = [(7 * i + 3) % 49152 for i in range(2048)]
