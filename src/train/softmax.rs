@@ -66,7 +66,7 @@ mod tests {
         let got = softmax_backward(&s, &ds);
         for (j, g) in got.iter().enumerate() {
             let want: f64 = (0..4)
-                .map(|i| ds[i] * s[i] * (f64::from(u8::from(i == j)) - s[j]))
+                .map(|i| ds[i] * s[i] * (if i == j { 1.0 } else { 0.0 } - s[j]))
                 .sum();
             assert!((g - want).abs() < 1e-15, "{g} against {want}");
         }
