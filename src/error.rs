@@ -85,6 +85,25 @@ pub enum Error {
         expected: String,
     },
 
+    /// The forward pass produced a NaN or an infinity. From finite weights and values the golden pass does
+    /// not, so the file's weights or hyper-parameters are wrong; the pass stops there and nothing is written.
+    #[error(
+        "{stage} of {at} holds {value} at position {position}, element {element}: the model file's weights or \
+         hyper-parameters give a non-finite value there, so nothing is written"
+    )]
+    NonFinite {
+        /// The tensor the pass computed (`post-RoPE queries`, `the attention block's output`, ...).
+        stage: String,
+        /// Where in the model: `layer 3`, `the token embeddings`, `the output head`.
+        at: String,
+        /// The value found (`NaN`, `inf`, `-inf`).
+        value: String,
+        /// The token position (row) of the first non-finite element.
+        position: usize,
+        /// Its index within the row.
+        element: usize,
+    },
+
     // ---- requests and data files ----
     /// An argument or request the command cannot honour: an empty prompt, a token id outside the vocabulary, a
     /// layer the model does not have, an output path that is a file.
@@ -193,6 +212,7 @@ impl Error {
             | Error::Shape { .. }
             | Error::MissingKey(_)
             | Error::BadValue { .. }
+            | Error::NonFinite { .. }
             | Error::BadData(_) => ErrorKind::BadFile,
             Error::UnsupportedVersion(_)
             | Error::UnsupportedType { .. }

@@ -643,7 +643,7 @@ fn unsupported_or_incomplete_models_are_clear_errors() {
         Some(Value::U32(8)),
     ));
     assert!(
-        e.contains("blk.0.attn_q.weight") && e.contains("shape"),
+        e.contains("llama.attention.head_count") && e.contains("'blk.0.attn_q.weight' has 32 rows"),
         "{e}"
     );
     let e = load_error(with_key(

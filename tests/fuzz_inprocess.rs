@@ -14,7 +14,7 @@
 //!   `cargo fuzz run` (see README, "Fuzzing").
 
 use ropescope::fuzz_harness::mutate::Mutator;
-use ropescope::fuzz_harness::{seeds, Target};
+use ropescope::fuzz_harness::{seeds, Target, PART_SEPARATOR};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -148,7 +148,7 @@ fn start_watchdog(budget: Duration) {
 }
 
 /// Seeds from files: the converted models, 64 KiB headers of the real models when downloaded, the example
-/// scan's JSON and `.npy` files.
+/// scan's JSON and `.npy` files, and the example scan as a whole directory (also with a shard record of it).
 fn file_seeds(target: Target) -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
@@ -176,6 +176,31 @@ fn file_seeds(target: Target) -> Vec<Vec<u8>> {
                     .map(|p| std::fs::read(p).unwrap()),
             );
         }
+        Target::ScanDir => {
+            let file = |name: &str| std::fs::read(example.join(name)).unwrap();
+            let scan = [
+                file("meta.json"),
+                file("summary.json"),
+                file("ablation.json"),
+            ];
+            let mut meta: serde_json::Value = serde_json::from_slice(&scan[0]).unwrap();
+            meta["complete"] = false.into();
+            let tasks: Vec<serde_json::Value> = ["natural/0", "natural/1", "random/0", "random/1"]
+                .iter()
+                .map(|t| serde_json::json!({"task": t, "seconds": 0.5}))
+                .collect();
+            let shard = serde_json::json!({
+                "shard_format_version": 1, "shard": 1, "of": 2, "meta": meta, "tasks": tasks, "complete": true
+            });
+            let shard = serde_json::to_vec(&shard).unwrap();
+            out.push(scan.join(PART_SEPARATOR));
+            out.push(
+                [&scan[..], &[shard, file("prompts.json")]]
+                    .concat()
+                    .join(PART_SEPARATOR),
+            );
+        }
+        Target::NpyIds | Target::DivergeDump => {}
         _ => {
             let mut converted: Vec<PathBuf> = std::fs::read_dir(root.join("fixtures/converted"))
                 .map(|d| d.flatten().map(|e| e.path().join("model.gguf")).collect())
@@ -343,4 +368,19 @@ fn npy() {
 #[test]
 fn scan_json() {
     check(Target::ScanJson);
+}
+
+#[test]
+fn scan_dir() {
+    check(Target::ScanDir);
+}
+
+#[test]
+fn npy_ids() {
+    check(Target::NpyIds);
+}
+
+#[test]
+fn diverge_dump() {
+    check(Target::DivergeDump);
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use ropescope::gguf::{GgufFile, GgufWriter, Value};
+use ropescope::gguf::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -21,24 +21,17 @@ fn altered(
     extra: &[(&str, Vec<f32>)],
     dir: &Path,
 ) -> PathBuf {
-    let file = GgufFile::open(src).unwrap();
-    let mut metadata: Vec<(String, Value)> = file
-        .metadata()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    edit(&mut metadata);
-    let mut w = GgufWriter::new();
-    for (k, v) in metadata {
-        w = w.kv(&k, v);
-    }
-    for t in file.tensors() {
-        w = w.tensor_raw(&t.name, &t.dims, t.ty, file.tensor_bytes(t).to_vec());
-    }
-    for (name, values) in extra {
-        w = w.tensor_f32(name, &[values.len() as u64], values);
-    }
     let path = dir.join("altered.gguf");
-    std::fs::write(&path, w.to_bytes()).unwrap();
+    common::rewrite_gguf(
+        src,
+        |w| {
+            edit(&mut w.metadata);
+            for (name, values) in extra {
+                *w = std::mem::take(w).tensor_f32(name, &[values.len() as u64], values);
+            }
+        },
+        &path,
+    );
     path
 }
 

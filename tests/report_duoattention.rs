@@ -106,7 +106,7 @@ fn values_need_the_slash_analysis() {
     let mut s: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     s["heads"][0]["slash"] = serde_json::Value::Null;
     std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
-    let err = ropescope::report::duoattention::write(dir.path(), None)
+    let err = ropescope::report::duoattention::write(dir.path(), None, false)
         .unwrap_err()
         .to_string();
     assert!(err.contains("slash"), "{err}");

@@ -74,7 +74,8 @@ fn figures_command_writes_one_svg_per_figure() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 1 + 2 * (L + 1) + L * H * 6);
+    // The figures and their record, figures.json.
+    assert_eq!(names.len(), 1 + 2 * (L + 1) + L * H * 6 + 1);
     for n in [
         "posym_plane.svg",
         "frequency_usage_q_L1.svg",

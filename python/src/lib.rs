@@ -8,7 +8,8 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use ropescope::export::compare::{apply_override, compare_report, default_tolerances};
 use ropescope::export::reference::{compute_reference, write_reference, ReferenceRequest};
-use ropescope::export::staged::StagedDir;
+use ropescope::export::inputs::Inputs;
+use ropescope::export::staged::{Record, StagedDir, Staging};
 use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
 use ropescope::model::Model as Engine;
@@ -186,6 +187,14 @@ fn reference(
     force: bool,
 ) -> PyResult<()> {
     let run = || -> Result<(), Error> {
+        let staged = StagedDir::begin(
+            &out,
+            &Staging {
+                force,
+                inputs: &Inputs::new([&model]),
+                records: &[Record::REFERENCE],
+            },
+        )?;
         let (_file, engine) = load(&model, precision)?;
         let n_layers = match &engine {
             Precision::F64(m) => m.config.n_layers,
@@ -196,7 +205,6 @@ fn reference(
             rows: rows.map_or(0..ids.len(), |(a, b)| a..b),
             command: Vec::new(),
         };
-        let staged = StagedDir::begin(&out, force)?;
         match &engine {
             Precision::F64(m) => write_reference(m, &model, &ids, &req, staged.path())?,
             Precision::F32(m) => write_reference(m, &model, &ids, &req, staged.path())?,
@@ -226,7 +234,13 @@ fn compare(py: Python<'_>, a: PathBuf, b: PathBuf, tol: Vec<String>) -> PyResult
 #[pyfunction]
 fn run_command(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
     py.detach(|| with_check(ctrl_c, || ropescope::cli::run_args(args)))
-        .map_err(|e| error_to_py(py, ropescope::cli::error_kind(&e), format!("{e:#}")))
+        .map_err(|e| {
+            error_to_py(
+                py,
+                ropescope::cli::error_kind(&e),
+                ropescope::cli::error_message(&e),
+            )
+        })
 }
 
 /// The module `ropescope._native`.

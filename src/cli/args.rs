@@ -1,8 +1,8 @@
 //! Argument parsing shared by several subcommands.
 
 use super::OrArgument;
-use anyhow::Context;
-use std::io::Read;
+use crate::export::input_file::{read_capped, read_stream_capped, MAX_IDS_BYTES, MAX_TEXT_BYTES};
+use crate::export::npy::Array;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -38,17 +38,25 @@ impl TextSource {
     }
 }
 
-/// The UTF-8 text of `path` (`-`: stdin).
-fn read_text_file(path: &Path) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("reading the text from stdin")?;
+/// The UTF-8 text of `path` (`-`: stdin), a regular file of at most [`MAX_TEXT_BYTES`].
+pub fn read_text_file(path: &Path) -> anyhow::Result<String> {
+    const WHAT: &str = "a text file";
+    let bytes = if path == Path::new("-") {
+        read_stream_capped(std::io::stdin().lock(), "stdin", MAX_TEXT_BYTES, WHAT)?
     } else {
-        bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    }
+        read_capped(path, MAX_TEXT_BYTES, WHAT)?
+    };
     String::from_utf8(bytes).or_argument(|| format!("{} is not UTF-8 text", path.display()))
+}
+
+/// The token ids of a `.npy` file of integers, a regular file of at most [`MAX_IDS_BYTES`], shaped `[n]` or
+/// `[1, n]` (`export::token_ids::from_array`).
+pub fn read_id_file(path: &Path) -> anyhow::Result<Vec<u32>> {
+    let a = Array::read_limited(path, MAX_IDS_BYTES, "a token-id file")?;
+    Ok(crate::export::token_ids::from_array(
+        &a,
+        &path.display().to_string(),
+    )?)
 }
 
 /// `all` or a comma-separated list of layer indices, each below `n_layers`.

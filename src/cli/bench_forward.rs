@@ -21,6 +21,10 @@ pub enum CaptureMode {
     None,
 }
 
+/// Largest `--repeat`: 1000 timed passes. The median of a few passes is the benchmark's result; a thousand
+/// gives a distribution's tails, and each is a whole forward pass.
+pub const MAX_REPEAT: usize = 1000;
+
 /// Arguments of `ropescope bench-forward`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -29,7 +33,7 @@ pub struct Args {
     /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
     #[arg(long)]
     ids: String,
-    /// Timed forward passes, after one untimed warm-up pass.
+    /// Timed forward passes, after one untimed warm-up pass (at most 1000).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     /// What the forward pass captures.
@@ -103,6 +107,12 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
 
 /// Runs `bench-forward`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.repeat > MAX_REPEAT {
+        refuse!(
+            "--repeat {} is out of range: 0 to {MAX_REPEAT}",
+            args.repeat
+        );
+    }
     let ids = read_ids(&args.ids)?;
     let report = match args.precision {
         Precision::F32 => run_in::<f32>(&args, &ids)?,

@@ -3,11 +3,12 @@
 use super::reference::read_ids;
 use crate::export::compare::{apply_override, default_tolerances};
 use crate::export::diverge::{describe, diverge, DivergeReport};
-use crate::export::write_json;
+use crate::export::inputs::Inputs;
+use crate::export::{check_output_file, write_json};
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `ropescope diverge`.
 #[derive(clap::Args, Debug)]
@@ -95,9 +96,14 @@ fn print_table(report: &DivergeReport, against: &std::path::Path) {
     println!("{}", report.verdict);
 }
 
-/// Runs `diverge`: loads the model in float64, compares the dump with its pass, prints the table (and writes
-/// the JSON), and fails with [`Error::Mismatch`] when a tensor is over its tolerance.
+/// Runs `diverge`: checks the `--json` file (not an input, writable), loads the model in float64, compares the
+/// dump with its pass, prints the table (and writes the JSON), and fails with [`Error::Mismatch`] when a tensor
+/// is over its tolerance.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(json) = args.json.as_deref().filter(|p| p.as_os_str() != "-") {
+        let inputs = Inputs::new([args.model.as_path(), &args.against, Path::new(&args.ids)]);
+        check_output_file(json, &inputs)?;
+    }
     let mut tols = default_tolerances();
     for spec in &args.tol {
         apply_override(&mut tols, spec)?;

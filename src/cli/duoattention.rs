@@ -7,14 +7,19 @@ use std::path::PathBuf;
 pub struct Args {
     /// The scan output directory (needs the `slash` analysis).
     dir: PathBuf,
-    /// The directory to write `full_attention_heads.tsv` and `config.json` into (default: `DIR/duoattention`).
+    /// The directory to write `full_attention_heads.tsv` and `config.json` into, whole (default:
+    /// `DIR/duoattention`); an existing non-empty directory is refused unless `--force`.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace earlier patterns (a directory with their `config.json`), whole, when the new ones are complete;
+    /// any other non-empty directory is still refused.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `export-duoattention`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let path = crate::report::duoattention::write(&args.dir, args.out.as_deref())?;
+    let path = crate::report::duoattention::write(&args.dir, args.out.as_deref(), args.force)?;
     println!("{}", path.display());
     Ok(())
 }

@@ -2,8 +2,9 @@
 //! writes.
 
 use super::scan::{write_scan, Bars};
+use crate::export::inputs::Inputs;
 use crate::export::reference::sha256_file;
-use crate::export::staged::StagedDir;
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
@@ -21,7 +22,8 @@ pub struct Args {
     /// Output directory: a scan directory as `scan` writes it (written whole when complete).
     #[arg(long)]
     out: PathBuf,
-    /// Replace an existing non-empty output directory.
+    /// Replace an existing scan directory (one with its `meta.json`), whole, when the new output is complete;
+    /// any other non-empty directory is still refused, and one that is or holds an input always.
     #[arg(long)]
     force: bool,
     /// The model file, when it is not where the shards recorded it (its sha256 must match theirs).
@@ -41,8 +43,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .model
         .clone()
         .unwrap_or_else(|| PathBuf::from(&meta.model_file));
-    let sha = sha256_file(&model_path)
-        .with_context(|| format!("reading the shards' model {}", model_path.display()))?;
+    let inputs = Inputs::new(args.shards.iter().chain([&model_path]));
+    let staged = StagedDir::begin(
+        &args.out,
+        &Staging {
+            force: args.force,
+            inputs: &inputs,
+            records: &[Record::SCAN],
+        },
+    )?;
+    let sha = sha256_file(&model_path).context("the shards' model")?;
     if sha != meta.model_sha256 {
         return Err(crate::Error::BadData(format!(
             "{} is not the model the shards scanned (sha256 {sha}, theirs {})",
@@ -51,7 +61,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let staged = StagedDir::begin(&args.out, args.force)?;
     let file = GgufFile::open(&model_path)?;
     match meta.precision.as_str() {
         "f32" => merge_in::<f32>(&args, &file, &shards, start, staged),

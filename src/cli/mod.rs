@@ -31,11 +31,16 @@ mod synth;
 mod tokenize;
 mod train;
 
+/// Largest `--threads`: 1024. Every thread is an operating-system thread with its own stack and scratch, started
+/// before any work; beyond the cores of the largest machines more bring no speed, and results do not depend on
+/// the count.
+pub const MAX_THREADS: usize = 1024;
+
 /// ropescope: exact, inspectable RoPE attention on GGUF models, and executable checks of its theory.
 #[derive(Parser, Debug)]
 #[command(name = "ropescope", version, about)]
 struct Cli {
-    /// Worker threads (default: all cores). Results do not depend on it.
+    /// Worker threads, 1 to 1024 (default: all cores). Results do not depend on it.
     #[arg(long, global = true)]
     threads: Option<usize>,
     #[command(subcommand)]
@@ -142,7 +147,47 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
 pub fn run_args<I: IntoIterator<Item = String>>(args: I) -> anyhow::Result<()> {
     let cli = Cli::try_parse_from(std::iter::once("ropescope".to_string()).chain(args))
         .map_err(|e| Error::Argument(e.to_string().trim_end().to_string()))?;
+    check_threads(cli.threads)?;
     dispatch(cli.command)
+}
+
+/// Refuses a `--threads` outside `1..=MAX_THREADS`.
+fn check_threads(threads: Option<usize>) -> anyhow::Result<()> {
+    match threads {
+        Some(n) if !(1..=MAX_THREADS).contains(&n) => {
+            refuse!("--threads {n} is out of range: 1 to {MAX_THREADS}")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Starts the global thread pool with `--threads` workers, when given.
+fn start_threads(threads: Option<usize>) -> anyhow::Result<()> {
+    check_threads(threads)?;
+    if let Some(n) = threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| Error::Resource(format!("cannot start {n} threads: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A failed command's message as one line: its chain of causes joined by ": ", leaving out a cause whose text
+/// the line already ends with (an [`Error::Io`] states its operating-system error, which is also its cause).
+pub fn error_message(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// The kind of a failed command: that of the first ropescope [`Error`] in its chain of causes, else
@@ -164,21 +209,24 @@ pub fn error_kind(e: &anyhow::Error) -> ErrorKind {
 pub fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let cli = Cli::parse();
-    if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-        {
-            eprintln!("error: cannot start {n} threads: {e}");
-            return ExitCode::from(ErrorKind::Resource.exit_code());
-        }
-    }
-    let result = dispatch(cli.command);
+    let result = start_threads(cli.threads).and_then(|()| dispatch(cli.command));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             ExitCode::from(exit_code(&e))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operating_system_error_is_stated_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = anyhow::Error::from(Error::io("a.txt", io)).context("prompt 'a'");
+        assert_eq!(error_message(&e), "prompt 'a': a.txt: entity not found");
     }
 }

@@ -1,10 +1,11 @@
 //! `ropescope reference`: the golden reference of a forward pass, as `.npy` files.
 
-use super::args::{parse_layers, parse_rows, Precision, TextSource};
+use super::args::{parse_layers, parse_rows, read_id_file, Precision, TextSource};
 use super::OrArgument;
+use crate::export::inputs::Inputs;
 use crate::export::npy::NpyElement;
 use crate::export::reference::{write_reference, ReferenceRequest};
-use crate::export::staged::StagedDir;
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
@@ -31,24 +32,21 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     precision: Precision,
     /// Output directory, written whole when complete; an existing non-empty directory is refused unless
-    /// `--force`.
+    /// `--force`, and one that is or holds an input always.
     #[arg(long)]
     out: PathBuf,
-    /// Replace an existing non-empty output directory (whole, when the new output is complete).
+    /// Replace an existing reference directory (one with its `meta.json`), whole, when the new output is
+    /// complete; any other non-empty directory is still refused.
     #[arg(long)]
     force: bool,
 }
 
-/// Token ids from a comma-separated list or a `.npy` file of integers.
+/// Token ids from a comma-separated list or a `.npy` file of integers (any path that exists is read as one).
 pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
     let to_u32 =
         |v: i64| u32::try_from(v).or_argument(|| format!("token id {v} is not a valid id"));
-    if spec.ends_with(".npy") || Path::new(spec).is_file() {
-        let a = crate::export::npy::Array::read(Path::new(spec))?;
-        let ints = a
-            .to_i64()
-            .or_argument(|| format!("{spec}: token ids must be integers"))?;
-        return ints.into_iter().map(to_u32).collect();
+    if spec.ends_with(".npy") || Path::new(spec).exists() {
+        return read_id_file(Path::new(spec));
     }
     spec.split(',')
         .map(|s| {
@@ -60,7 +58,12 @@ pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
         .collect()
 }
 
-fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> anyhow::Result<()> {
+fn run_in<T: Real + NpyElement>(
+    args: &Args,
+    file: &GgufFile,
+    ids: &[u32],
+    staged: StagedDir,
+) -> anyhow::Result<()> {
     let model = Model::<T>::load(file)?;
     let layers = parse_layers(&args.layers, model.config.n_layers)?;
     let rows = match &args.rows {
@@ -68,7 +71,6 @@ fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> an
         None => 0..ids.len(),
     };
     model.validate(ids)?;
-    let staged = StagedDir::begin(&args.out, args.force)?;
     write_reference(
         &model,
         &args.model,
@@ -90,8 +92,22 @@ fn run_in<T: Real + NpyElement>(args: &Args, file: &GgufFile, ids: &[u32]) -> an
     Ok(())
 }
 
-/// Runs `reference`.
+/// Runs `reference`; the output directory is checked and staged before anything is read.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let inputs = Inputs::new(
+        [Some(args.model.as_path()), args.source.file.as_deref()]
+            .into_iter()
+            .flatten()
+            .chain(args.ids.as_deref().map(Path::new)),
+    );
+    let staged = StagedDir::begin(
+        &args.out,
+        &Staging {
+            force: args.force,
+            inputs: &inputs,
+            records: &[Record::REFERENCE],
+        },
+    )?;
     let file = GgufFile::open(&args.model)?;
     let ids = match (&args.ids, args.source.read()?) {
         (Some(spec), _) => read_ids(spec)?,
@@ -99,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (None, None) => refuse!("give the prompt with --ids, --text TEXT or --file PATH"),
     };
     match args.precision {
-        Precision::F64 => run_in::<f64>(&args, &file, &ids),
-        Precision::F32 => run_in::<f32>(&args, &file, &ids),
+        Precision::F64 => run_in::<f64>(&args, &file, &ids, staged),
+        Precision::F32 => run_in::<f32>(&args, &file, &ids, staged),
     }
 }

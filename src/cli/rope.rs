@@ -2,7 +2,9 @@
 //! `.npy` files (format: [`crate::export::rope_tables`]).
 
 use super::OrArgument;
+use crate::export::inputs::Inputs;
 use crate::export::rope_tables::{write_rope_tables, TableShape};
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::arch;
 use std::ops::Range;
@@ -21,9 +23,14 @@ pub struct Args {
     /// Default: the largest position + 1.
     #[arg(long)]
     length: Option<usize>,
-    /// Output directory (created if needed).
+    /// Output directory, written whole when complete; an existing non-empty directory is refused unless
+    /// `--force`, and one that is or holds the model always.
     #[arg(long)]
     out: PathBuf,
+    /// Replace existing RoPE tables (a directory with their `meta.json`), whole, when the new output is
+    /// complete; any other non-empty directory is still refused.
+    #[arg(long)]
+    force: bool,
 }
 
 /// The comma-separated parts of a positions list, each a single position `p` (as `p..p + 1`) or a non-empty
@@ -64,6 +71,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .try_fold(0usize, |n, r| n.checked_add(r.len()))
         .or_argument(|| "too many positions".into())?;
+    let staged = StagedDir::begin(
+        &args.out,
+        &Staging {
+            force: args.force,
+            inputs: &Inputs::new([&args.model]),
+            records: &[Record::ROPE_TABLES],
+        },
+    )?;
     let file = GgufFile::open(&args.model)?;
     let config = arch::resolve(&file)?;
     // Refuse oversized tables before the positions are expanded.
@@ -77,10 +92,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .and_then(|m| m.checked_add(1))
             .or_argument(|| "the largest position has no length above it".into())?,
     };
-    let shape = write_rope_tables(&config, &args.model, &positions, length, &args.out)?;
+    let shape = write_rope_tables(&config, &args.model, &positions, length, staged.path())?;
+    let out = staged.commit()?;
     eprintln!(
         "wrote {} ({} layers, {} positions, {} chunks)",
-        args.out.display(),
+        out.display(),
         shape.n_layers,
         shape.n_positions,
         shape.n_chunks

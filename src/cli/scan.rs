@@ -1,10 +1,10 @@
 //! `ropescope scan`: the streaming analyses of a model on natural and random prompts, labels per head, and an
 //! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
 
-use super::args::Precision;
-use super::OrArgument;
+use super::args::{read_id_file, read_text_file, Precision};
+use crate::export::inputs::Inputs;
 use crate::export::reference::sha256_file;
-use crate::export::staged::StagedDir;
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::Model;
 use crate::numeric::Real;
@@ -27,10 +27,12 @@ pub struct Args {
     /// The GGUF model file.
     model: PathBuf,
     /// Output directory. It is written whole when the scan completes (until then the previous output, if any,
-    /// stays as it was); an existing non-empty directory is refused unless `--force`.
+    /// stays as it was); an existing non-empty directory is refused unless `--force`, and one that is or holds
+    /// an input always.
     #[arg(long, default_value = "scan-out")]
     out: PathBuf,
-    /// Replace an existing non-empty output directory (whole, when the new output is complete).
+    /// Replace an existing scan or shard directory (one with its `meta.json` or `shard.json`), whole, when the
+    /// new output is complete; any other non-empty directory is still refused.
     #[arg(long)]
     force: bool,
     /// Prompt files instead of the built-in texts: UTF-8 text (tokenized with the model's tokenizer) or `.npy`
@@ -71,6 +73,15 @@ pub struct Args {
 /// Runs `scan`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let start = Instant::now();
+    let inputs = Inputs::new(std::iter::once(&args.model).chain(&args.prompts));
+    let staged = StagedDir::begin(
+        &args.out,
+        &Staging {
+            force: args.force,
+            inputs: &inputs,
+            records: &[Record::SCAN, Record::SHARD],
+        },
+    )?;
     let file = GgufFile::open(&args.model)?;
     let analyses = Analysis::parse_list(&args.analyses)?;
     if !(0.0..=1.0).contains(&args.kappa) {
@@ -82,7 +93,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.count == Some(0) {
         refuse!("--count must be at least 1");
     }
-    let staged = StagedDir::begin(&args.out, args.force)?;
     let params = ScanParams {
         analyses,
         delta_max: args.delta_max,
@@ -105,16 +115,17 @@ fn run_in<T: Real>(
 ) -> anyhow::Result<()> {
     let model = Model::<T>::load(file).context("loading the model")?;
     let c = &model.config;
-    let natural = natural_set(args, file)?;
+    let preflight = |count: usize, longest: usize| -> anyhow::Result<()> {
+        Ok(crate::scan::memory::preflight(
+            &model, params, count, longest,
+        )?)
+    };
+    let natural = natural_set(args, file, c.context_length, &preflight)?;
     let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);
     let retained = crate::scan::memory::retained_bytes(&model, longest, params);
     for p in &natural {
         model
-            .validate_with_capture(
-                &p.ids,
-                retained,
-                "; shorten the prompts (--length), or leave out analyses (--analyses)",
-            )
+            .validate_with_capture(&p.ids, retained, crate::scan::memory::REDUCE)
             .with_context(|| format!("prompt '{}'", p.source))?;
         if params.delta_max >= p.ids.len() {
             refuse!(
@@ -292,8 +303,14 @@ pub(super) fn write_scan<T: Real>(
     Ok(())
 }
 
-/// The natural prompts: built-in texts, or the given files (text or `.npy` ids).
-fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
+/// The natural prompts: built-in texts, or the given files (text or `.npy` ids). `--length` is at most
+/// `context_length`, and `preflight(count, longest)` passes before the prompts are built.
+fn natural_set(
+    args: &Args,
+    file: &GgufFile,
+    context_length: usize,
+    preflight: &dyn Fn(usize, usize) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<Prompt>> {
     let (npy, texts): (Vec<&PathBuf>, Vec<&PathBuf>) = args
         .prompts
         .iter()
@@ -302,14 +319,16 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
         if !texts.is_empty() {
             refuse!("give prompts either as text files or as .npy token ids, not both");
         }
-        let mut prompts = npy
+        let prompts = npy
             .iter()
             .map(|p| read_ids(p))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        if let Some(n) = args.count {
-            prompts = prompts.into_iter().cycle().take(n).collect();
-        }
-        return Ok(prompts);
+        let count = args.count.unwrap_or(prompts.len());
+        preflight(
+            count,
+            prompts.iter().map(|p| p.ids.len()).max().unwrap_or(0),
+        )?;
+        return Ok(prompts.into_iter().cycle().take(count).collect());
     }
     let texts: Vec<(String, String)> = if texts.is_empty() {
         BUILTIN_TEXTS
@@ -320,8 +339,7 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
         texts
             .iter()
             .map(|p| {
-                let t = std::fs::read_to_string(p)
-                    .with_context(|| format!("reading {}", p.display()))?;
+                let t = read_text_file(p)?;
                 if t.trim().is_empty() {
                     refuse!("prompt file {} holds no text", p.display());
                 }
@@ -329,24 +347,24 @@ fn natural_set(args: &Args, file: &GgufFile) -> anyhow::Result<Vec<Prompt>> {
             })
             .collect::<anyhow::Result<_>>()?
     };
+    if args.length > context_length {
+        refuse!(
+            "--length {} is out of range: 1 to {context_length} (the model's context length)",
+            args.length
+        );
+    }
+    let count = args.count.unwrap_or(texts.len());
+    preflight(count, args.length)?;
     let tokenizer = Tokenizer::from_gguf(file)
         .context("the model's tokenizer is needed for text prompts (or give .npy token ids)")?;
-    let count = args.count.unwrap_or(texts.len());
     Ok(natural_prompts(&tokenizer, &texts, count, args.length)?)
 }
 
-/// Token ids from a `.npy` file of integers, cut to `--length`.
+/// Token ids from a `.npy` file of integers.
 fn read_ids(path: &Path) -> anyhow::Result<Prompt> {
-    let a = crate::export::npy::Array::read(path)?;
-    let ids = a
-        .to_i64()
-        .or_argument(|| format!("{}: token ids must be integers", path.display()))?
-        .into_iter()
-        .map(|v| u32::try_from(v).or_argument(|| format!("token id {v} is not a valid id")))
-        .collect::<anyhow::Result<Vec<u32>>>()?;
     Ok(Prompt {
         source: path.display().to_string(),
-        ids,
+        ids: read_id_file(path)?,
     })
 }
 

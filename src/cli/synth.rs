@@ -2,11 +2,13 @@
 //! per-tensor types of a real header, or of a built-in named shape. See [`crate::synth`].
 
 use super::OrArgument;
+use crate::export::check_output_file;
+use crate::export::inputs::Inputs;
 use crate::gguf::GgufFile;
 use crate::quant::GgmlType;
 use crate::synth::{NamedShape, Plan, Quant, NAMED_SHAPES};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Arguments of `ropescope synth`.
@@ -26,7 +28,7 @@ pub struct Args {
     /// The file to write (written under a temporary name and renamed when complete).
     #[arg(long)]
     out: PathBuf,
-    /// Replace `--out` if it exists.
+    /// Replace `--out` if it exists (never the `--like` file).
     #[arg(long)]
     force: bool,
     /// No progress bar.
@@ -47,6 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.out.exists() && !args.force {
         refuse!("{} exists; give --force to replace it", args.out.display());
     }
+    check_output_file(&args.out, &Inputs::new([Path::new(&args.like)]))?;
     let plan = if let Some(shape) = NamedShape::find(&args.like) {
         let Quant::All(ty) = quant else {
             refuse!(
@@ -55,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             );
         };
         Plan::named(shape, ty)?
-    } else if std::path::Path::new(&args.like).exists() {
+    } else if Path::new(&args.like).exists() {
         Plan::like(&GgufFile::open_header(&args.like)?, quant)?
     } else {
         let names: Vec<&str> = NAMED_SHAPES.iter().map(|s| s.name).collect();

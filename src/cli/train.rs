@@ -1,6 +1,8 @@
 //! `ropescope train`: the training experiments of [`crate::train`], with a progress bar; learning curves and
 //! final metrics as JSON, attention maps as `.npy`.
 
+use crate::export::inputs::Inputs;
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::export::{npy, write_json};
 use crate::train::canonical::{self, tasks::Task, CanonicalConfig};
 use crate::train::gate::ChunkGate;
@@ -48,21 +50,35 @@ pub struct Args {
     /// Token embeddings (`sdh` only).
     #[arg(long, value_enum, default_value_t = Embeddings::Cone)]
     embeddings: Embeddings,
-    /// Directory for the outputs (created if missing).
+    /// Directory for the outputs, written whole when complete; an existing non-empty directory is refused
+    /// unless `--force`.
     #[arg(long)]
     out: PathBuf,
+    /// Replace the outputs of an earlier experiment (a directory with their `metrics.json`), whole, when the new
+    /// outputs are complete; any other non-empty directory is still refused.
+    #[arg(long)]
+    force: bool,
 }
 
-/// Runs `train`.
+/// Runs `train`: the output directory is taken before training and put in place whole after it.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let staged = StagedDir::begin(
+        &args.out,
+        &Staging {
+            force: args.force,
+            inputs: &Inputs::default(),
+            records: &[Record::TRAIN],
+        },
+    )?;
+    let dir = staged.path();
     match args.experiment {
-        Experiment::Sdh => run_sdh(&args),
-        Experiment::Index => run_canonical(&args, Task::Index),
-        Experiment::Retrieval => run_canonical(&args, Task::Retrieval),
-        Experiment::Induction => run_canonical(&args, Task::Induction),
-    }
+        Experiment::Sdh => run_sdh(&args, dir),
+        Experiment::Index => run_canonical(&args, Task::Index, dir),
+        Experiment::Retrieval => run_canonical(&args, Task::Retrieval, dir),
+        Experiment::Induction => run_canonical(&args, Task::Induction, dir),
+    }?;
+    println!("outputs in {}", staged.commit()?.display());
+    Ok(())
 }
 
 fn progress_bar(steps: usize, name: &str) -> ProgressBar {
@@ -76,7 +92,7 @@ fn progress_bar(steps: usize, name: &str) -> ProgressBar {
     bar
 }
 
-fn run_sdh(args: &Args) -> anyhow::Result<()> {
+fn run_sdh(args: &Args, dir: &Path) -> anyhow::Result<()> {
     let mut config = SdhConfig {
         seed: args.seed,
         ..SdhConfig::default()
@@ -85,7 +101,7 @@ fn run_sdh(args: &Args) -> anyhow::Result<()> {
         config.steps = steps;
     }
     if let Some(spec) = &args.gate {
-        config.gate = Some(ChunkGate::parse(spec, config.head_dim / 2).context("--gate")?);
+        config.gate = Some(gate_arg(spec, config.head_dim / 2)?);
     }
     if args.embeddings == Embeddings::Isotropic {
         config.embeddings = EmbeddingGeometry::Isotropic;
@@ -94,26 +110,26 @@ fn run_sdh(args: &Args) -> anyhow::Result<()> {
     let outcome = sdh::run(&config, &mut |done| bar.set_position(done as u64))?;
     bar.finish();
     let r = &outcome.report;
-    write_json(&args.out.join("curve.json"), &r.curve).context("writing curve.json")?;
-    write_json(&args.out.join("metrics.json"), r).context("writing metrics.json")?;
+    write_json(&dir.join("curve.json"), &r.curve).context("writing curve.json")?;
     write_map(
-        &args.out,
+        dir,
         "attention_in_distribution.npy",
         config.train_len,
         &outcome.map_in_distribution,
     )?;
     write_map(
-        &args.out,
+        dir,
         "attention_uniform_tokens.npy",
         config.train_len,
         &outcome.map_uniform_tokens,
     )?;
     write_map(
-        &args.out,
+        dir,
         "attention_uniform_tokens_longer.npy",
         config.ood_len,
         &outcome.map_uniform_tokens_longer,
     )?;
+    write_json(&dir.join("metrics.json"), r).context("writing metrics.json")?;
     println!(
         "slash score at Δ={} (max over other offsets): {:.3} ({:.3}) in distribution, {:.3} ({:.3}) on uniform tokens, \
          {:.3} ({:.3}) on uniform tokens of length {}; σ1²/Σσ² of Q {:.3}, of K {:.3}",
@@ -128,18 +144,30 @@ fn run_sdh(args: &Args) -> anyhow::Result<()> {
         r.q_rank_one.sigma1_share,
         r.k_rank_one.sigma1_share
     );
-    println!("outputs in {}", args.out.display());
     Ok(())
 }
+
+/// Largest `--steps`: 100 000, a hundred times the longest default (1000); every step is a full-batch pass with
+/// its gradients, and the experiments' curves settle long before.
+pub const MAX_TRAIN_STEPS: usize = 100_000;
 
 fn steps_arg(args: &Args) -> anyhow::Result<Option<usize>> {
     match args.steps {
         Some(0) => refuse!("--steps must be at least 1"),
+        Some(n) if n > MAX_TRAIN_STEPS => {
+            refuse!("--steps {n} is out of range: 1 to {MAX_TRAIN_STEPS}")
+        }
         steps => Ok(steps),
     }
 }
 
-fn run_canonical(args: &Args, task: Task) -> anyhow::Result<()> {
+/// The `--gate` of a head with `n_chunks` chunks.
+fn gate_arg(spec: &str, n_chunks: usize) -> anyhow::Result<ChunkGate> {
+    ChunkGate::parse(spec, n_chunks)
+        .map_err(|e| crate::Error::Argument(format!("--gate {spec}: {e}")).into())
+}
+
+fn run_canonical(args: &Args, task: Task, dir: &Path) -> anyhow::Result<()> {
     if args.embeddings != Embeddings::Cone {
         refuse!("--embeddings applies to `sdh` only");
     }
@@ -151,21 +179,21 @@ fn run_canonical(args: &Args, task: Task) -> anyhow::Result<()> {
         config.steps = steps;
     }
     if let Some(spec) = &args.gate {
-        config.gate = ChunkGate::parse(spec, config.head_dim / 2).context("--gate")?;
+        config.gate = gate_arg(spec, config.head_dim / 2)?;
     }
     let bar = progress_bar(config.steps, task.name());
     let outcome = canonical::run(&config, &mut |done| bar.set_position(done as u64))?;
     bar.finish();
     let r = &outcome.report;
-    write_json(&args.out.join("curve.json"), &r.curve).context("writing curve.json")?;
-    write_json(&args.out.join("metrics.json"), r).context("writing metrics.json")?;
+    write_json(&dir.join("curve.json"), &r.curve).context("writing curve.json")?;
     let len = config.sizes.context_len;
     write_map(
-        &args.out,
+        dir,
         "attention_by_answer_position.npy",
         len,
         &outcome.attention_by_answer_position,
     )?;
+    write_json(&dir.join("metrics.json"), r).context("writing metrics.json")?;
     let by_pos: Vec<String> = r
         .accuracy_by_answer_position
         .iter()
@@ -184,7 +212,6 @@ fn run_canonical(args: &Args, task: Task) -> anyhow::Result<()> {
         r.scores.positional,
         r.scores.symbolic
     );
-    println!("outputs in {}", args.out.display());
     Ok(())
 }
 

@@ -96,20 +96,20 @@ pub struct DivergeReport {
 
 /// The files of a dump directory, sorted into the layout.
 #[derive(Debug, Default)]
-struct Listing {
+pub(crate) struct Listing {
     /// `(layer, kind)` → file name.
-    tensors: BTreeMap<(usize, &'static str), String>,
+    pub(crate) tensors: BTreeMap<(usize, &'static str), String>,
     /// Whether `logits.npy` is present.
     logits: bool,
     /// Whether `ids.npy` is present.
     ids: bool,
     /// Other `.npy` files.
-    ignored: Vec<String>,
+    pub(crate) ignored: Vec<String>,
 }
 
 /// Sorts the `.npy` file names of a directory into the layout: `{kind}_L{layer}.npy` for the kinds of
 /// [`LAYER_KINDS`] (the layer written without leading zeros), `logits.npy`, `ids.npy`; anything else is ignored.
-fn sort_names(names: impl IntoIterator<Item = String>) -> Listing {
+pub(crate) fn sort_names(names: impl IntoIterator<Item = String>) -> Listing {
     let mut listing = Listing::default();
     for name in names.into_iter().filter(|n| n.ends_with(".npy")) {
         let kind = kind_of(&name);
@@ -131,17 +131,36 @@ fn sort_names(names: impl IntoIterator<Item = String>) -> Listing {
     listing
 }
 
+/// Checks that a dump's `ids.npy` (array `a`, read from `origin`) holds the token ids `ids` given, as one
+/// prompt (`export::token_ids::from_array`).
+pub(crate) fn check_ids(a: &Array, ids: &[u32], origin: &str) -> Result<()> {
+    let theirs = super::token_ids::from_array(a, origin)?;
+    if theirs != ids {
+        return Err(Error::BadData(format!(
+            "{origin} holds other token ids than the ones given ({} ids against {})",
+            theirs.len(),
+            ids.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The query rows of a dump: `meta.json`'s `rows` `[A, B]` when it states them, else every position.
 fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
     let path = dir.join("meta.json");
-    let text = match std::fs::read(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0..t),
-        Err(e) => return Err(Error::io(&path, e)),
-    };
-    let bad = |why: &str| Error::BadData(format!("{}: {why}", path.display()));
+    if !path.exists() {
+        return Ok(0..t);
+    }
+    let max = super::input_file::MAX_JSON_BYTES;
+    let text = super::input_file::read_capped(&path, max, "a dump's meta.json")?;
+    rows_of(&text, t, &path.display().to_string())
+}
+
+/// The query rows a dump's `meta.json` (`text`, read from `origin`) states for a pass of `t` tokens.
+pub(crate) fn rows_of(text: &[u8], t: usize, origin: &str) -> Result<Range<usize>> {
+    let bad = |why: &str| Error::BadData(format!("{origin}: {why}"));
     let meta: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| bad(&format!("not JSON ({e})")))?;
+        serde_json::from_slice(text).map_err(|e| bad(&format!("not JSON ({e})")))?;
     let Some(rows) = meta.get("rows") else {
         return Ok(0..t);
     };
@@ -159,7 +178,7 @@ fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
 /// Compares the dumped tensor `dir/file` with ropescope's. `row0` is the position of the arrays' first row (the
 /// first kept query row for `attn`, `scores` and `logits`, else 0). A shape that differs is an error naming the
 /// file.
-fn compare_tensor(
+pub(crate) fn compare_tensor(
     dir: &Path,
     file: &str,
     dump: &Array,
@@ -301,18 +320,7 @@ pub fn diverge(
     }
     if listing.ids {
         let path = dir.join("ids.npy");
-        let theirs = Array::read(&path)?.to_i64().ok_or_else(|| {
-            Error::BadData(format!("{}: token ids must be integers", path.display()))
-        })?;
-        let ours: Vec<i64> = ids.iter().map(|&i| i64::from(i)).collect();
-        if theirs != ours {
-            return Err(Error::BadData(format!(
-                "{} holds other token ids than the ones given ({} ids against {})",
-                path.display(),
-                theirs.len(),
-                ours.len()
-            )));
-        }
+        check_ids(&Array::read(&path)?, ids, &path.display().to_string())?;
     }
     let mut dumps = BTreeMap::new();
     for file in listing.tensors.values() {
@@ -410,7 +418,7 @@ mod tests {
 
     fn array(dir: &Path, name: &str, shape: &[usize], data: &[f32]) -> Array {
         let p = dir.join(name);
-        npy::write(&p, shape, data).unwrap();
+        std::fs::write(&p, npy::encode(shape, data).unwrap()).unwrap();
         Array::read(&p).unwrap()
     }
 
@@ -698,7 +706,7 @@ mod tests {
         let k = Array::read(&path).unwrap();
         let mut data: Vec<f32> = k.to_f64().iter().map(|&v| v as f32).collect();
         data[5] = f32::NAN;
-        npy::write(&path, &k.shape, &data).unwrap();
+        std::fs::write(&path, npy::encode(&k.shape, &data).unwrap()).unwrap();
         let r = diverge(&model, &ids, dir.path(), &tols).unwrap();
         let first = &r.tensors[r.first.unwrap()];
         assert_eq!((first.file.as_str(), first.non_finite), ("k_pre_L0.npy", 1));

@@ -29,7 +29,8 @@ impl Dtype {
             Dtype::I64 => "<i8",
         }
     }
-    fn size(self) -> usize {
+    /// Bytes of one element.
+    pub fn size(self) -> usize {
         match self {
             Dtype::F32 | Dtype::I32 => 4,
             Dtype::F64 | Dtype::I64 => 8,
@@ -43,6 +44,8 @@ pub trait NpyElement: Copy {
     const DTYPE: Dtype;
     /// Appends its little-endian bytes.
     fn put(self, out: &mut Vec<u8>);
+    /// The value as f64 (exact for every element type written here but i64 beyond 2⁵³, which is finite).
+    fn as_f64(self) -> f64;
 }
 
 impl NpyElement for f32 {
@@ -50,17 +53,26 @@ impl NpyElement for f32 {
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
 }
 impl NpyElement for f64 {
     const DTYPE: Dtype = Dtype::F64;
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
+    fn as_f64(self) -> f64 {
+        self
+    }
 }
 impl NpyElement for i64 {
     const DTYPE: Dtype = Dtype::I64;
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn as_f64(self) -> f64 {
+        self as f64
     }
 }
 
@@ -86,14 +98,34 @@ fn header(dtype: Dtype, shape: &[usize]) -> Vec<u8> {
     out
 }
 
-/// Writes `data` with `shape` to `path` atomically.
+/// Writes `data` with `shape` to `path` atomically. Every value must be finite: an output of ropescope never
+/// holds a NaN or an infinity (the forward pass refuses them where they arise, [`crate::Error::NonFinite`]), so
+/// one here is a defect, refused ([`crate::Error::Internal`]) with the file and the index of the first.
 pub fn write<E: NpyElement>(path: &Path, shape: &[usize], data: &[E]) -> Result<()> {
-    let n: usize = shape.iter().product();
-    if n != data.len() {
+    write_checked(path, shape, data, false)
+}
+
+/// [`write()`] for an array whose format marks an entry that does not exist with NaN (a head with no value for
+/// a chunk, a spread over no tokens; `fixtures/scan/FORMAT.md` says which). Infinities are still refused.
+pub fn write_with_absent<E: NpyElement>(path: &Path, shape: &[usize], data: &[E]) -> Result<()> {
+    write_checked(path, shape, data, true)
+}
+
+fn write_checked<E: NpyElement>(
+    path: &Path,
+    shape: &[usize],
+    data: &[E],
+    nan_is_absent: bool,
+) -> Result<()> {
+    check_shape(shape, data.len())
+        .map_err(|e| Error::Internal(format!("npy {}: {e}", path.display())))?;
+    let bad = |v: f64| !(v.is_finite() || nan_is_absent && v.is_nan());
+    if let Some(i) = data.iter().position(|v| bad(v.as_f64())) {
         return Err(Error::Internal(format!(
-            "npy {}: shape {shape:?} does not hold {} values",
+            "refusing to write {}: element {:?} is {}, and no output holds a non-finite value",
             path.display(),
-            data.len()
+            unravel(i, shape),
+            data[i].as_f64()
         )));
     }
     crate::export::write_atomic(path, |w| {
@@ -108,6 +140,37 @@ pub fn write<E: NpyElement>(path: &Path, shape: &[usize], data: &[E]) -> Result<
     })
 }
 
+/// The bytes of a `.npy` file holding `data` with `shape`, whatever the values: for tests that stand in for
+/// another engine's files (which may hold non-finite values that ropescope must report, not write).
+pub fn encode<E: NpyElement>(shape: &[usize], data: &[E]) -> Result<Vec<u8>> {
+    check_shape(shape, data.len()).map_err(Error::Internal)?;
+    let mut out = header(E::DTYPE, shape);
+    data.iter().for_each(|&v| v.put(&mut out));
+    Ok(out)
+}
+
+/// Whether `shape` holds exactly `n` values.
+fn check_shape(shape: &[usize], n: usize) -> std::result::Result<(), String> {
+    let size = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    if size == Some(n) {
+        Ok(())
+    } else {
+        Err(format!("shape {shape:?} does not hold {n} values"))
+    }
+}
+
+/// The multi-index of C-order element `i` in `shape`.
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        if d > 0 {
+            idx[k] = i % d;
+            i /= d;
+        }
+    }
+    idx
+}
+
 /// An array read from a `.npy` file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Array {
@@ -120,9 +183,16 @@ pub struct Array {
 }
 
 impl Array {
-    /// Reads `path`; only C-order little-endian f32, f64, i32 and i64 arrays are accepted.
+    /// Reads `path`; only C-order little-endian f32, f64, i32 and i64 arrays are accepted. Only a regular file
+    /// is read, of at most 16 GiB (`MAX_NPY_BYTES`; [`Error::Resource`] above it).
     pub fn read(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Self::read_limited(path, super::input_file::MAX_NPY_BYTES, "a .npy file")
+    }
+
+    /// Reads `path` like [`Array::read`], refusing a file larger than `limit` bytes, the limit for `what` (`"a
+    /// token-id file"`), which the error states.
+    pub fn read_limited(path: &Path, limit: u64, what: &str) -> Result<Self> {
+        let bytes = super::input_file::read_capped(path, limit, what)?;
         Self::parse(&bytes, &path.display().to_string())
     }
 
@@ -248,6 +318,29 @@ impl Array {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_values_are_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.npy");
+        let mut data = vec![0.5f32; 24];
+        data[13] = f32::NAN;
+        let e = write(&p, &[2, 3, 4], &data).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Internal);
+        assert!(e.to_string().contains("element [1, 0, 1] is NaN"), "{e}");
+        assert!(!p.exists());
+        // NaN marks an absent entry where the format says so; an infinity never does.
+        write_with_absent(&p, &[2, 3, 4], &data).unwrap();
+        assert!(Array::read(&p).unwrap().to_f64()[13].is_nan());
+        data[2] = f32::NEG_INFINITY;
+        let e = write_with_absent(&p, &[24], &data).unwrap_err();
+        assert!(e.to_string().contains("element [2] is -inf"), "{e}");
+        // The bytes of any array, for files that stand in for another engine's.
+        let bytes = encode(&[24], &data).unwrap();
+        let a = Array::from_bytes(&bytes).unwrap();
+        assert_eq!(a.to_f64()[2], f64::NEG_INFINITY);
+        assert!(encode(&[5], &data).is_err());
+    }
 
     #[test]
     fn round_trip_and_header_alignment() {

@@ -243,11 +243,11 @@ pub fn write_reference<T: Real + npy::NpyElement>(
     write_atomic(&out.join("meta.json"), |w| w.write_all(text.as_bytes()))
 }
 
-/// Lowercase hex sha256 of a file's contents.
+/// Lowercase hex sha256 of the contents of a regular file (anything else is refused, never read).
 pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut f = super::input_file::open_regular(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

@@ -173,8 +173,8 @@ fn table(specs: &[RopeSpec], positions: &[usize], pick: impl Fn((f64, f64)) -> f
 }
 
 /// Writes the RoPE tables of every layer of `config` (read from `model_path`) at `positions` for a sequence of
-/// `length` tokens into `out` (created if needed), in the format of this module's documentation. Refuses, before
-/// writing anything, an empty or repeated position, a `length` not above every position, and tables over
+/// `length` tokens into `out` (created if needed; the command line gives a staging directory), in the format of
+/// this module's documentation, `meta.json` last. Refuses, before writing anything, an empty or repeated position, a `length` not above every position, and tables over
 /// [`MAX_TABLE_BYTES`].
 pub fn write_rope_tables(
     config: &ModelConfig,

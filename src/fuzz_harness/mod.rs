@@ -9,11 +9,17 @@ pub mod mutate;
 pub mod seeds;
 
 use crate::error::{Error, Result};
-use crate::export::npy;
+use crate::export::compare::Tolerance;
+use crate::export::reference::ReferenceArray;
+use crate::export::{diverge, npy, token_ids};
 use crate::gguf::{GgufFile, Hparams, Value};
 use crate::model::{arch, Model};
-use crate::scan::format::{Meta, Summary};
+use crate::report::data::ScanData;
+use crate::report::{compare, duoattention, html, minference, notebook};
+use crate::scan::format::{Meta, Prompts, Summary};
+use crate::scan::shard::{self, ShardRecord};
 use crate::tokenizer::Tokenizer;
+use std::path::Path;
 
 /// Tensors up to this many elements are dequantized by [`Target::GgufDirectory`] (larger ones are only sliced),
 /// which keeps one execution fast while still running every dequantizer on hostile blocks.
@@ -39,17 +45,26 @@ pub enum Target {
     Npy,
     /// The JSON files of a scan directory (`meta.json`, `summary.json`, `ablation.json`).
     ScanJson,
+    /// A scan directory's JSON files read together as `report` and `merge` read them ([`scan_dir`]).
+    ScanDir,
+    /// A `.npy` file of token ids (`--ids`, `.npy` `--prompts`, a dump's `ids.npy`).
+    NpyIds,
+    /// The readers of another engine's dump directory that `diverge` compares against ([`diverge_dump`]).
+    DivergeDump,
 }
 
 impl Target {
     /// Every target, in a fixed order.
-    pub const ALL: [Target; 6] = [
+    pub const ALL: [Target; 9] = [
         Target::GgufFile,
         Target::GgufDirectory,
         Target::Resolve,
         Target::Tokenizer,
         Target::Npy,
         Target::ScanJson,
+        Target::ScanDir,
+        Target::NpyIds,
+        Target::DivergeDump,
     ];
 
     /// The target's name, as used for the cargo-fuzz target and its corpus directory.
@@ -61,6 +76,9 @@ impl Target {
             Target::Tokenizer => "tokenizer",
             Target::Npy => "npy",
             Target::ScanJson => "scan_json",
+            Target::ScanDir => "scan_dir",
+            Target::NpyIds => "npy_ids",
+            Target::DivergeDump => "diverge_dump",
         }
     }
 
@@ -82,6 +100,11 @@ impl Target {
             Target::Tokenizer => tokenizer(data),
             Target::Npy => npy_array(data),
             Target::ScanJson => scan_json(data),
+            Target::ScanDir => scan_dir(data),
+            Target::NpyIds => npy::Array::from_bytes(data)
+                .and_then(|a| token_ids::from_array(&a, "ids.npy"))
+                .map(drop),
+            Target::DivergeDump => diverge_dump(data),
         };
         clean(result)
     }
@@ -208,4 +231,112 @@ fn scan_json(data: &[u8]) -> Result<()> {
         .map(drop)
         .map_err(bad);
     meta.or(summary).or(any)
+}
+
+/// What separates the files of a multi-file input (a line no JSON, `.npy` or name list of the seeds holds).
+pub const PART_SEPARATOR: &[u8] = b"\n--ropescope-part--\n";
+
+/// The files of a multi-file input: `data` cut at [`PART_SEPARATOR`] into `N` parts (the last one takes the
+/// rest), the missing ones empty.
+pub fn parts<const N: usize>(data: &[u8]) -> [&[u8]; N] {
+    let mut out = [&[][..]; N];
+    let mut rest = data;
+    for (i, slot) in out.iter_mut().enumerate() {
+        let at = (i + 1 < N)
+            .then(|| {
+                rest.windows(PART_SEPARATOR.len())
+                    .position(|w| w == PART_SEPARATOR)
+            })
+            .flatten();
+        match at {
+            Some(at) => {
+                *slot = &rest[..at];
+                rest = &rest[at + PART_SEPARATOR.len()..];
+            }
+            None => {
+                *slot = rest;
+                rest = &[];
+            }
+        }
+    }
+    out
+}
+
+/// Parses one JSON file of a multi-file input, naming it in the error.
+fn json<T: serde::de::DeserializeOwned>(bytes: &[u8], name: &str) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::BadData(format!("{name}: not valid ({e})")))
+}
+
+/// A scan directory: the parts ([`parts`]) `meta.json`, `summary.json`, `ablation.json`, `shard.json` and
+/// `prompts.json` (an empty part is an absent file). The first three are read as `report` reads them
+/// (`ScanData::from_json`) and, when accepted, drawn by every reader: the page, the notebook, the
+/// comparison, the MInference and DuoAttention patterns. A `shard.json` is checked with its `prompts.json` as
+/// `merge` checks them (`scan::shard::check_shard`). Succeeds when both are accepted.
+fn scan_dir(data: &[u8]) -> Result<()> {
+    let [meta, summary, ablation, shard_json, prompts] = parts::<5>(data);
+    let dir = Path::new("scan");
+    let shard = if shard_json.is_empty() {
+        Ok(())
+    } else {
+        json::<ShardRecord>(shard_json, "shard.json").and_then(|record| {
+            let prompts: Prompts = json(prompts, "prompts.json")?;
+            shard::check_shard(&record, &prompts, dir)
+        })
+    };
+    let ablation = (!ablation.is_empty())
+        .then(|| json(ablation, "ablation.json"))
+        .transpose()?;
+    let data = ScanData::from_json(
+        dir,
+        json::<Meta>(meta, "meta.json")?,
+        json::<Summary>(summary, "summary.json")?,
+        ablation,
+    )?;
+    let _ = clean(minference::patterns(&data));
+    let _ = clean(duoattention::full_attention_heads(&data));
+    let _ = notebook::build(&data, "scan");
+    let _ = html::render(&data);
+    let _ = compare::render(&compare::compare(std::slice::from_ref(&data)));
+    clean(shard)
+}
+
+/// Tokens of the pass a [`Target::DivergeDump`] input is compared with.
+pub const DUMP_IDS: [u32; 16] = [1, 5, 9, 2, 6, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4];
+/// Shape `[heads, rows, cols]` of the tensor a [`Target::DivergeDump`] input is compared with.
+pub const DUMP_SHAPE: [usize; 3] = [2, 4, 4];
+
+/// Another engine's dump directory, as `diverge` reads it: the parts ([`parts`]) a list of file names (one a
+/// line), `meta.json`, `ids.npy` and one tensor `q_L0.npy`. The names are sorted into the layout, the rows read
+/// for a pass of [`DUMP_IDS`], the ids checked against them, and the tensor compared with one of
+/// [`DUMP_SHAPE`]. Succeeds when every part is accepted.
+fn diverge_dump(data: &[u8]) -> Result<()> {
+    let [names, meta, ids, tensor] = parts::<4>(data);
+    let names: Vec<String> = String::from_utf8_lossy(names)
+        .lines()
+        .map(String::from)
+        .collect();
+    let n_names = names.len();
+    let listing = diverge::sort_names(names);
+    assert!(listing.tensors.len() + listing.ignored.len() <= n_names);
+    let rows = clean(diverge::rows_of(meta, DUMP_IDS.len(), "meta.json"));
+    let ids =
+        npy::Array::from_bytes(ids).and_then(|a| diverge::check_ids(&a, &DUMP_IDS, "ids.npy"));
+    let ours = ReferenceArray {
+        name: "q_L0".into(),
+        shape: DUMP_SHAPE.to_vec(),
+        data: (0..DUMP_SHAPE.iter().product::<usize>())
+            .map(|i| i as f64 / 7.0)
+            .collect(),
+    };
+    let tolerance = Tolerance {
+        nmse: Some(1e-6),
+        max_abs: None,
+    };
+    let row0 = rows.as_ref().map_or(0, |r| r.start);
+    let tensor = npy::Array::from_bytes(tensor).and_then(|dump| {
+        diverge::compare_tensor(Path::new("dump"), "q_L0.npy", &dump, &ours, row0, tolerance)
+    });
+    rows?;
+    clean(ids)?;
+    clean(tensor).map(drop)
 }

@@ -17,6 +17,23 @@ const SYNTHETIC_ARCHS: [&str; 7] = [
 pub fn synthetic(target: Target) -> Vec<Vec<u8>> {
     match target {
         Target::Npy => npy_seeds(),
+        Target::NpyIds => ids_seeds(),
+        Target::DivergeDump => vec![dump_seed()],
+        Target::ScanDir => [
+            &["{}", "{}"][..],
+            &[
+                r#"{"format_version": 1, "model": {"n_layers": 1000000000}}"#,
+                r#"{"heads": []}"#,
+                "",
+                r#"{"of": 4000000000}"#,
+            ],
+        ]
+        .iter()
+        .map(|files| {
+            let files: Vec<&[u8]> = files.iter().map(|f| f.as_bytes()).collect();
+            files.join(super::PART_SEPARATOR)
+        })
+        .collect(),
         Target::ScanJson => [
             &b"{}"[..],
             b"{\"format_version\": 1, \"model\": {\"n_layers\": 2, \"n_heads\": 4}}",
@@ -227,6 +244,39 @@ fn npy_seeds() -> Vec<Vec<u8>> {
     ]
 }
 
+/// Little-endian bytes of integer ids, `width` bytes each.
+fn id_bytes(ids: &[u32], width: usize) -> Vec<u8> {
+    ids.iter()
+        .flat_map(|&i| u64::from(i).to_le_bytes()[..width].to_vec())
+        .collect()
+}
+
+/// One prompt's ids as `[n]` `<i8` and as a batch of one `[1, n]` `<i4`.
+fn ids_seeds() -> Vec<Vec<u8>> {
+    let ids = [1, 15043, 3186, 29991, 2];
+    vec![
+        npy_file(1, "<i8", "(5,)", &id_bytes(&ids, 8)),
+        npy_file(1, "<i4", "(1, 5)", &id_bytes(&ids, 4)),
+    ]
+}
+
+/// A dump `diverge` accepts: file names of the layout and others, the rows `[2, 16]`, the ids of
+/// [`super::DUMP_IDS`], a float32 tensor of [`super::DUMP_SHAPE`].
+fn dump_seed() -> Vec<u8> {
+    let names = "q_L0.npy\nk_L12.npy\nattn_L3.npy\nlogits.npy\nids.npy\nnotes.npy\nq_L01.npy\n";
+    let n: usize = super::DUMP_SHAPE.iter().product();
+    let values: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f32 / 7.0).to_le_bytes())
+        .collect();
+    let parts = [
+        names.as_bytes().to_vec(),
+        br#"{"rows": [2, 16], "engine": "other"}"#.to_vec(),
+        npy_file(1, "<i8", "(16,)", &id_bytes(&super::DUMP_IDS, 8)),
+        npy_file(1, "<f4", "(2, 4, 4)", &values),
+    ];
+    parts.join(super::PART_SEPARATOR)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +292,8 @@ mod tests {
                     Target::Tokenizer => i
                         .checked_sub(SYNTHETIC_ARCHS.len())
                         .is_some_and(|j| (1..=3).contains(&j)),
+                    // Hostile directories; the example scan is the file seed that passes.
+                    Target::ScanDir => false,
                     _ => true,
                 };
                 assert!(

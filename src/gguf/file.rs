@@ -165,8 +165,10 @@ impl GgufFile {
         Self::open_with(path.as_ref(), Data::HeaderOnly)
     }
 
+    /// Opens `path` over a memory map (not read into memory, so its size is not capped); a FIFO, a device or a
+    /// directory is refused by name before it is opened.
     fn open_with(path: &Path, data: Data) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = crate::export::input_file::open_regular(path)?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let storage = if len == 0 {
             // An empty file cannot be mapped; it fails below as truncated.
@@ -251,6 +253,7 @@ impl GgufFile {
             }
             tensors.push(info);
         }
+        check_disjoint(&tensors)?;
 
         let data_offset = (c.pos() as u64).div_ceil(alignment) * alignment;
         let file_size = buf.len() as u64;
@@ -410,6 +413,36 @@ impl GgufFile {
         crate::quant::dequantize_into(info.ty, self.tensor_bytes(info), &mut out, name)?;
         Ok(out)
     }
+}
+
+/// Refuses a tensor directory in which the data of two tensors overlap, naming both: each tensor's bytes must be
+/// its own (llama.cpp goes further and requires them in directory order without gaps). Tensors of no bytes
+/// occupy nothing.
+fn check_disjoint(tensors: &[TensorInfo]) -> Result<()> {
+    let end = |t: &TensorInfo| t.offset.saturating_add(t.n_bytes);
+    let mut by_offset: Vec<&TensorInfo> = tensors.iter().filter(|t| t.n_bytes > 0).collect();
+    by_offset.sort_by_key(|t| t.offset);
+    // The tensor ending last among those before `t`: `t` overlaps an earlier tensor exactly when it overlaps
+    // that one.
+    let mut reach: Option<&TensorInfo> = None;
+    for t in by_offset {
+        match reach {
+            Some(r) if end(r) > t.offset => {
+                return Err(Error::Malformed(format!(
+                    "the data of tensors '{}' (bytes {} to {} of the data section) and '{}' (from byte {}) \
+                     overlap; every tensor's data must be disjoint from the others'",
+                    r.name,
+                    r.offset,
+                    end(r),
+                    t.name,
+                    t.offset
+                )))
+            }
+            Some(r) if end(r) >= end(t) => {}
+            _ => reach = Some(t),
+        }
+    }
+    Ok(())
 }
 
 /// Reads one metadata value of type `ty`; `depth` counts enclosing arrays.

@@ -115,12 +115,6 @@ impl Hparams {
         let n_kv_heads = file
             .get_head_count(&key("attention.head_count_kv"))?
             .unwrap_or(n_heads);
-        if n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
-            return Err(Error::BadValue {
-                key: key("attention.head_count_kv"),
-                problem: format!("{n_kv_heads} does not divide the {n_heads} query heads"),
-            });
-        }
         let head_dim = match file.get_usize(&key("attention.key_length"))? {
             Some(d) => d,
             None if n_embd % n_heads == 0 => n_embd / n_heads,
@@ -132,14 +126,6 @@ impl Hparams {
         let rope_dim = file
             .get_usize(&key("rope.dimension_count"))?
             .unwrap_or(head_dim);
-        if rope_dim % 2 != 0 || rope_dim > head_dim {
-            return Err(Error::BadValue {
-                key: key("rope.dimension_count"),
-                problem: format!(
-                    "{rope_dim} must be even and at most the head dimension {head_dim}"
-                ),
-            });
-        }
         let vocab_size = match file.get("tokenizer.ggml.tokens").and_then(Value::as_array) {
             Some(tokens) => Some(tokens.len()),
             None => file.get_usize(&key("vocab_size"))?,

@@ -5,6 +5,7 @@
 //! path) and every architecture in [`SUPPORTED`].
 
 pub mod config;
+mod finite;
 mod ops;
 mod prefix;
 internal_mod! {
@@ -25,6 +26,7 @@ use crate::numeric::Real;
 use crate::profile::{count_flops, time, Step};
 use crate::rope::{RopeSpec, RopeTable};
 use attention::{attend, LayerQkv, LayerShape};
+use finite::{ensure_finite, Site};
 use matrix::WeightMatrix;
 use prefix::LayerKv;
 use rayon::prelude::*;
@@ -101,14 +103,21 @@ impl<T: Real> Model<T> {
                 c.vocab_size
             )));
         }
-        if ids.len() > c.context_length {
+        self.preflight(ids.len(), capture_bytes, reduce)
+    }
+
+    /// The length and memory checks of [`Model::validate_with_capture`] for a run of `n` tokens, before its
+    /// prompt exists: no longer than the context, and small enough for the available memory with
+    /// `capture_bytes` of kept results (`reduce`, appended to the error, says what reduces them).
+    pub fn preflight(&self, n: usize, capture_bytes: u64, reduce: &str) -> Result<()> {
+        let c = &self.config;
+        if n > c.context_length {
             return Err(Error::Argument(format!(
-                "the prompt has {} tokens, more than the model's context of {}",
-                ids.len(),
+                "the prompt has {n} tokens, more than the model's context of {}",
                 c.context_length
             )));
         }
-        let work = self.activation_bytes(ids.len());
+        let work = self.activation_bytes(n);
         let need = work.saturating_add(capture_bytes);
         if let Some(avail) = available_memory()? {
             if need > avail {
@@ -122,8 +131,7 @@ impl<T: Real> Model<T> {
                     String::new()
                 };
                 return Err(Error::Resource(format!(
-                    "a {}-token run needs about {} of memory{kept}; {} are available{reduce}",
-                    ids.len(),
+                    "a {n}-token run needs about {} of memory{kept}; {} are available{reduce}",
                     mib(need),
                     mib(avail)
                 )));
@@ -141,8 +149,10 @@ impl<T: Real> Model<T> {
             + c.n_kv_heads * c.value_dim
             + 2 * c.n_heads * c.value_dim
             + 3 * c.n_ff;
-        let blocks = c.n_heads * 2 * attention::ROW_BLOCK * n; // logits and probabilities per head block
-        ((per_token * n + blocks) * std::mem::size_of::<T>()) as u64
+        let blocks = c.n_heads * 2 * attention::ROW_BLOCK; // logits and probabilities per head block, per token
+        ((per_token + blocks) as u64)
+            .saturating_mul(n as u64)
+            .saturating_mul(std::mem::size_of::<T>() as u64)
     }
 
     /// Runs the model on `ids`, handing attention to `capture`, and returns the logits of `opts.logits_rows`.
@@ -243,6 +253,7 @@ impl<T: Real> Model<T> {
             ));
         }
         let mut x = time(Step::Embed, || self.embed(&ids[start..]));
+        ensure_finite(&x, c.n_embd, start, Site::Embeddings, "the embedding rows")?;
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
             crate::interrupt::check()?;
@@ -272,22 +283,27 @@ impl<T: Real> Model<T> {
                 resume,
                 &mut x,
                 capture,
-            );
+            )?;
             if let Some(keep) = keep.as_deref_mut() {
                 keep.push(kept.expect("kept when asked"));
             }
         }
         crate::interrupt::check()?;
         let x_rows = (rows.start.max(start) - start)..(rows.end.max(start) - start);
-        Ok(ForwardOutput {
-            logits: time(Step::Logits, || {
-                self.logits(
-                    &x[x_rows.start * c.n_embd..x_rows.end * c.n_embd],
-                    rows.len(),
-                )
-            }),
-            rows,
-        })
+        let logits = time(Step::Logits, || {
+            self.logits(
+                &x[x_rows.start * c.n_embd..x_rows.end * c.n_embd],
+                rows.len(),
+            )
+        });
+        ensure_finite(
+            &logits,
+            c.vocab_size,
+            rows.start,
+            Site::OutputHead,
+            "the logits",
+        )?;
+        Ok(ForwardOutput { logits, rows })
     }
 
     fn embed(&self, ids: &[u32]) -> Vec<T> {
@@ -318,7 +334,7 @@ impl<T: Real> Model<T> {
         resume: Resume<'_, T>,
         x: &mut [T],
         capture: &mut C,
-    ) -> Option<LayerKv<T>> {
+    ) -> Result<Option<LayerKv<T>>> {
         let c = &self.config;
         // `x` holds positions `start..t`, the ones this pass computes.
         let (rows, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
@@ -347,6 +363,10 @@ impl<T: Real> Model<T> {
             rotate_all(&mut k, c.n_kv_heads * hd, hd, table, start, keep);
             (q_pre, k_pre)
         });
+        let site = Site::Layer(l);
+        ensure_finite(&q, c.n_heads * hd, start, site, "the post-RoPE queries")?;
+        ensure_finite(&k, c.n_kv_heads * hd, start, site, "the post-RoPE keys")?;
+        ensure_finite(&v, c.n_kv_heads * vd, start, site, "the values")?;
         if let Some(p) = resume.prefix.filter(|_| start > 0) {
             // The whole sequence's keys and values: the reused positions' from the prefix; queries there are
             // not computed (zero).
@@ -394,8 +414,9 @@ impl<T: Real> Model<T> {
             attend(&qkv, &shape, &template, plan, capture)
         });
         drop((q, k, v, q_pre, k_pre));
+        ensure_finite(&heads, c.n_heads * vd, start, site, "the heads' outputs")?;
         if !resume.finish {
-            return kept;
+            return Ok(kept);
         }
 
         let mut o = project(Step::ProjectO, &w.wo, &heads, rows, None);
@@ -405,6 +426,13 @@ impl<T: Real> Model<T> {
             });
         }
         time(Step::Activation, || add_into(x, &o));
+        ensure_finite(
+            x,
+            c.n_embd,
+            start,
+            site,
+            "the residual stream after attention",
+        )?;
 
         let h = time(Step::Norm, || ops::rms_normed(x, &w.ffn_norm, c.norm_eps));
         let mut gate = project(Step::ProjectGate, &w.w_gate, &h, rows, None);
@@ -419,10 +447,17 @@ impl<T: Real> Model<T> {
             });
         }
         time(Step::Activation, || add_into(x, &f));
+        ensure_finite(
+            x,
+            c.n_embd,
+            start,
+            site,
+            "the residual stream after the feed-forward block",
+        )?;
         if plan.residual {
             capture.residual(l, x);
         }
-        kept
+        Ok(kept)
     }
 
     /// Final norm, output head and soft-capping for `n` rows of the residual stream.

@@ -16,7 +16,8 @@ use super::findings::{mean_bands, posym_correlation};
 use super::spec::significant;
 use super::svg::escape;
 use crate::error::{Error, Result};
-use crate::export::staged::StagedDir;
+use crate::export::inputs::Inputs;
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::scan::format::{Bands, HeadSummary, SlashHead};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -384,8 +385,9 @@ pub fn compare(scans: &[ScanData]) -> Comparison {
 }
 
 /// Reads the scan directories (each must be complete, as [`ScanData::open`] checks; at least two) and writes
-/// `out/compare.json` and `out/compare.html`, the directory whole and at once ([`StagedDir`]; an existing
-/// non-empty `out` is refused unless `force`). Returns the page's path.
+/// `out/compare.html` and last `out/compare.json`, the directory whole and at once ([`StagedDir`], taken
+/// before the scans are read; an output that is or holds one of them is refused, and an existing non-empty
+/// `out` unless `force` and it is a previous comparison). Returns the page's path.
 pub fn write_comparison(dirs: &[PathBuf], out: &Path, force: bool) -> Result<PathBuf> {
     if dirs.len() < 2 {
         return Err(Error::Argument(format!(
@@ -393,6 +395,14 @@ pub fn write_comparison(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Pat
             dirs.len()
         )));
     }
+    let staged = StagedDir::begin(
+        out,
+        &Staging {
+            force,
+            inputs: &Inputs::new(dirs),
+            records: &[Record::COMPARE],
+        },
+    )?;
     let scans = dirs
         .iter()
         .map(|d| ScanData::open(d))
@@ -401,13 +411,12 @@ pub fn write_comparison(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Pat
     let json = serde_json::to_string_pretty(&comparison)
         .map_err(|e| Error::BadData(format!("compare.json: {e}")))?;
     let page = render(&comparison);
-    let staged = StagedDir::begin(out, force)?;
     let write = |name: &str, text: &str| {
         let path = staged.path().join(name);
         crate::export::write_atomic(&path, |w| w.write_all(text.as_bytes()))
     };
-    write(COMPARE_JSON, &(json + "\n"))?;
     write(COMPARE_HTML, &page)?;
+    write(COMPARE_JSON, &(json + "\n"))?;
     let target = staged.commit()?;
     Ok(target.join(COMPARE_HTML))
 }

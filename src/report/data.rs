@@ -1,9 +1,11 @@
-//! A scan output directory read back from disk: `meta.json`, `summary.json` and the `.npy` arrays, each array
-//! checked against the model's shape. Arrays of analyses that did not run are `None`.
+//! A scan output directory read back from disk: `meta.json`, `summary.json`, `ablation.json` and the `.npy`
+//! arrays, every file checked against the model `meta.json` records (`scan::read_back`) before anything is
+//! allocated from it. Arrays of analyses that did not run are `None`.
 
 use crate::error::{Error, Result};
 use crate::export::npy::Array;
 use crate::scan::format::{files, Meta, Summary};
+use crate::scan::read_back;
 use std::path::{Path, PathBuf};
 
 /// An `.npy` array's values in C order: f64, or f32 for the attention maps (kept in their file's precision,
@@ -69,10 +71,60 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 }
 
 impl ScanData {
-    /// Reads the scan directory `dir`. `meta.json` and `summary.json` must exist; every array is optional, but
-    /// a present array must be readable and start with the dimensions `[L, H]` (`[L]` for `chunk_frequency`).
+    /// Reads the scan directory `dir`. `meta.json` and `summary.json` must exist and pass
+    /// [`ScanData::from_json`]'s checks; every array is optional, but a present array must have exactly the
+    /// dtype and shape `meta.json` fixes (`scan::read_back::array_shape`), its size checked before it is read.
     pub fn open(dir: &Path) -> Result<Self> {
         let meta: Meta = read_json(&dir.join(files::META))?;
+        let summary: Summary = read_json(&dir.join(files::SUMMARY))?;
+        let ablation_path = dir.join(ABLATION_FILE);
+        let ablation = if ablation_path.exists() {
+            Some(read_json(&ablation_path)?)
+        } else {
+            None
+        };
+        let data = Self::from_json(dir, meta, summary, ablation)?;
+        let set = |pattern: &str, i: usize| files::for_set(pattern, ["natural", "random"][i]);
+        let get = |name: String| {
+            load(dir, &name, &data.meta).map(|a| {
+                a.map(|a| Tensor {
+                    data: a.to_f64(),
+                    shape: a.shape,
+                })
+            })
+        };
+        let get_map = |i: usize| -> Result<Option<Tensor<f32>>> {
+            let Some(a) = load(dir, &set(files::ATTENTION_MAP, i), &data.meta)? else {
+                return Ok(None);
+            };
+            Ok(a.to_f32().map(|data| Tensor {
+                data,
+                shape: a.shape,
+            }))
+        };
+        Ok(Self {
+            slash: [get(set(files::SLASH, 0))?, get(set(files::SLASH, 1))?],
+            attention: [get_map(0)?, get_map(1)?],
+            chunk_norms_q: get(set(files::CHUNK_NORMS_Q, 0))?,
+            chunk_norms_k: get(set(files::CHUNK_NORMS_K, 0))?,
+            chunk_frequency: get(files::CHUNK_FREQUENCY.into())?,
+            singular_q: get(set(files::SINGULAR_VALUES_Q, 0))?,
+            singular_k: get(set(files::SINGULAR_VALUES_K, 0))?,
+            fourier_amplitude: get(set(files::FOURIER_AMPLITUDE, 0))?,
+            ..data
+        })
+    }
+
+    /// The scan of directory `dir` from its parsed `meta.json`, `summary.json` and `ablation.json`, without
+    /// arrays. Refuses an incomplete scan, and a directory whose files break `scan::read_back`'s rules: counts
+    /// beyond its maxima, a head missing, listed twice or outside the model, a per-head list of another length.
+    pub fn from_json(
+        dir: &Path,
+        meta: Meta,
+        summary: Summary,
+        ablation: Option<serde_json::Value>,
+    ) -> Result<Self> {
+        let meta_path = dir.join(files::META);
         if let Some(why) = meta.incomplete() {
             return Err(Error::BadData(format!(
                 "{}: not a complete scan directory: its {} says {why}; it was written by a scan that did not \
@@ -81,78 +133,69 @@ impl ScanData {
                 files::META
             )));
         }
-        let summary: Summary = read_json(&dir.join(files::SUMMARY))?;
-        let (l, h) = (meta.model.n_layers, meta.model.n_heads);
-        let lh = [l, h];
-        let set = |pattern: &str, i: usize| files::for_set(pattern, ["natural", "random"][i]);
-        let get = |name: String, lead: &[usize], rank: usize| {
-            load(dir, &name, lead, rank).map(|a| {
-                a.map(|a| Tensor {
-                    data: a.to_f64(),
-                    shape: a.shape,
-                })
-            })
-        };
-        let get_map = |i: usize| -> Result<Option<Tensor<f32>>> {
-            let name = set(files::ATTENTION_MAP, i);
-            let Some(a) = load(dir, &name, &lh, 4)? else {
-                return Ok(None);
-            };
-            let data = a.to_f32().ok_or_else(|| {
-                Error::BadData(format!(
-                    "{}: expected float32 values",
-                    dir.join(&name).display()
-                ))
-            })?;
-            Ok(Some(Tensor {
-                data,
-                shape: a.shape,
-            }))
-        };
-        let ablation_path = dir.join("ablation.json");
-        let ablation = if ablation_path.exists() {
-            Some(read_json(&ablation_path)?)
-        } else {
-            None
-        };
+        read_back::check_meta(&meta, &meta_path)?;
+        read_back::check_summary(&summary, &meta, &dir.join(files::SUMMARY))?;
+        if let Some(a) = &ablation {
+            read_back::check_ablation(a, &summary, &meta, &dir.join(ABLATION_FILE))?;
+        }
         Ok(Self {
-            slash: [
-                get(set(files::SLASH, 0), &lh, 3)?,
-                get(set(files::SLASH, 1), &lh, 3)?,
-            ],
-            attention: [get_map(0)?, get_map(1)?],
-            chunk_norms_q: get(set(files::CHUNK_NORMS_Q, 0), &lh, 3)?,
-            chunk_norms_k: get(set(files::CHUNK_NORMS_K, 0), &lh, 3)?,
-            chunk_frequency: get(files::CHUNK_FREQUENCY.into(), &[l], 2)?,
-            singular_q: get(set(files::SINGULAR_VALUES_Q, 0), &lh, 3)?,
-            singular_k: get(set(files::SINGULAR_VALUES_K, 0), &lh, 3)?,
-            fourier_amplitude: get(set(files::FOURIER_AMPLITUDE, 0), &lh, 3)?,
-            ablation,
             dir: dir.to_path_buf(),
             meta,
             summary,
+            slash: [None, None],
+            attention: [None, None],
+            chunk_norms_q: None,
+            chunk_norms_k: None,
+            chunk_frequency: None,
+            singular_q: None,
+            singular_k: None,
+            fourier_amplitude: None,
+            ablation,
         })
     }
 
     /// Length in tokens of the first prompt of set `set` (0 natural, 1 random), the prompt the maps show.
     pub fn first_prompt_length(&self, set: usize) -> Option<usize> {
-        let name = ["natural", "random"][set];
-        let s = self.meta.prompt_sets.iter().find(|p| p.name == name)?;
+        let s = read_back::prompt_set(&self.meta, ["natural", "random"][set])?;
         s.lengths.first().copied()
     }
 }
 
-/// Reads `dir/name` when it exists; checks it has `rank` dimensions starting with `lead`.
-fn load(dir: &Path, name: &str, lead: &[usize], rank: usize) -> Result<Option<Array>> {
+/// The multi-pass ablation's report in a scan directory.
+const ABLATION_FILE: &str = "ablation.json";
+
+/// Reads `dir/name` when it exists: a regular file whose size fits the dtype and shape `meta` fixes for it
+/// (checked before reading, so nothing beyond that shape is allocated), then holding exactly that dtype and shape.
+fn load(dir: &Path, name: &str, meta: &Meta) -> Result<Option<Array>> {
     let path = dir.join(name);
-    if !path.exists() {
+    let Ok(stat) = std::fs::metadata(&path) else {
         return Ok(None);
+    };
+    let (dtype, shape) = read_back::array_shape(meta, name)
+        .ok_or_else(|| Error::Internal(format!("{name} is not an array of the scan format")))?;
+    let bytes = read_back::array_bytes(dtype, &shape, &path)?;
+    let expected = format!("{dtype:?} {shape:?} as {} implies", files::META);
+    if !stat.is_file() {
+        return Err(Error::BadData(format!(
+            "{}: not a regular file (expected {expected})",
+            path.display()
+        )));
+    }
+    if !(bytes..=bytes + read_back::MAX_NPY_HEADER).contains(&stat.len()) {
+        return Err(Error::BadData(format!(
+            "{}: a file of {} bytes does not fit the model: not the {bytes} bytes of data (plus a header of at most {} \
+             bytes) of {expected}",
+            path.display(),
+            stat.len(),
+            read_back::MAX_NPY_HEADER
+        )));
     }
     let array = Array::read(&path)?;
-    if array.shape.len() != rank || !array.shape.starts_with(lead) {
+    if array.dtype != dtype || array.shape != shape {
         return Err(Error::BadData(format!(
-            "{}: shape {:?} does not fit the model (expected {rank} dimensions starting {lead:?})",
+            "{}: {:?} {:?} does not fit the model: expected {expected}",
             path.display(),
+            array.dtype,
             array.shape
         )));
     }

@@ -16,6 +16,8 @@
 use super::data::ScanData;
 use super::minference::{local_recall, slash_scores};
 use crate::error::{Error, Result};
+use crate::export::inputs::Inputs;
+use crate::export::staged::{Record, StagedDir, Staging};
 use crate::export::write_atomic;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -50,13 +52,21 @@ pub fn full_attention_heads(data: &ScanData) -> Result<Vec<Vec<f64>>> {
     Ok(out)
 }
 
-/// Writes `full_attention_heads.tsv` and `config.json` of the scan directory `dir` into `out` (default
-/// `dir/duoattention`, created); returns the directory.
-pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
+/// Writes `full_attention_heads.tsv` and last `config.json` of the scan directory `dir` into `out` (default
+/// `dir/duoattention`), whole ([`StagedDir`], taken before the scan is read: an existing non-empty `out` is
+/// refused unless `force` and it holds earlier patterns); returns the directory.
+pub fn write(dir: &Path, out: Option<&Path>, force: bool) -> Result<PathBuf> {
+    let out = out.map_or_else(|| dir.join("duoattention"), Path::to_path_buf);
+    let staged = StagedDir::begin(
+        &out,
+        &Staging {
+            force,
+            inputs: &Inputs::new([dir]),
+            records: &[Record::DUOATTENTION],
+        },
+    )?;
     let data = ScanData::open(dir)?;
     let values = full_attention_heads(&data)?;
-    let out = out.map_or_else(|| dir.join("duoattention"), Path::to_path_buf);
-    std::fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
     let text: String = values
         .iter()
         .map(|row| {
@@ -64,13 +74,15 @@ pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
             cells.join("\t") + "\n"
         })
         .collect();
-    write_atomic(&out.join(HEADS_FILE), |w| w.write_all(text.as_bytes()))?;
+    write_atomic(&staged.path().join(HEADS_FILE), |w| {
+        w.write_all(text.as_bytes())
+    })?;
     crate::export::write_json(
-        &out.join(CONFIG_FILE),
+        &staged.path().join(CONFIG_FILE),
         &json!({
             "sink_size": 1,
             "recent_size": data.meta.parameters.delta_max + 1,
         }),
     )?;
-    Ok(out)
+    staged.commit()
 }

@@ -25,10 +25,11 @@ use std::path::{Path, PathBuf};
 pub const MINFERENCE_FILE: &str = "minference_pattern.json";
 
 /// Writes the MInference patterns of the scan directory `dir` to `out` (default
-/// `dir/minference_pattern.json`); returns the path written.
+/// `dir/minference_pattern.json`, checked before the scan is read); returns the path written.
 pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
-    let data = ScanData::open(dir)?;
     let out = out.map_or_else(|| dir.join(MINFERENCE_FILE), Path::to_path_buf);
+    crate::export::check_output_file(&out, &crate::export::inputs::Inputs::new([dir]))?;
+    let data = ScanData::open(dir)?;
     crate::export::write_json(&out, &patterns(&data)?)?;
     Ok(out)
 }

@@ -17,7 +17,9 @@ pub mod png;
 pub mod spec;
 pub mod svg;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::export::inputs::Inputs;
+use crate::export::staged::{Record, StagedDir, Staging};
 use std::path::{Path, PathBuf};
 
 /// File name of the report page inside the scan directory.
@@ -32,19 +34,39 @@ pub fn write_report(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Writes every figure of the scan directory `dir` as `out/{name}.svg` (creating `out`), attention maps at
-/// the files' full resolution; returns the paths written. Figures of analyses that did not run are skipped.
-pub fn write_figures(dir: &Path, out: &Path) -> Result<Vec<PathBuf>> {
+/// Name of the record [`write_figures`] writes last: the figures' names, in catalogue order.
+pub const FIGURES_FILE: &str = "figures.json";
+
+/// Writes every figure of the scan directory `dir` as `out/{name}.svg`, attention maps at the files' full
+/// resolution, and last `out/figures.json` (`producer`, `scan`, `figures`: the names); returns the figures'
+/// paths. Figures of analyses that did not run are skipped. `out` is written whole ([`StagedDir`], taken before
+/// the scan is read): an existing non-empty `out` is refused unless `force` and it holds earlier figures.
+pub fn write_figures(dir: &Path, out: &Path, force: bool) -> Result<Vec<PathBuf>> {
+    let staged = StagedDir::begin(
+        out,
+        &Staging {
+            force,
+            inputs: &Inputs::new([dir]),
+            records: &[Record::FIGURES],
+        },
+    )?;
     let data = data::ScanData::open(dir)?;
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let opts = catalog::Options { max_map_side: None };
-    let mut written = Vec::new();
+    let mut names = Vec::new();
     for f in catalog::all(&data, opts) {
         if let Ok(svg) = f.content {
-            let path = out.join(format!("{}.svg", f.name));
+            let name = format!("{}.svg", f.name);
+            let path = staged.path().join(&name);
             crate::export::write_atomic(&path, |w| w.write_all(svg.as_bytes()))?;
-            written.push(path);
+            names.push(name);
         }
     }
-    Ok(written)
+    let record = serde_json::json!({
+        "producer": format!("ropescope {}", env!("CARGO_PKG_VERSION")),
+        "scan": dir.display().to_string(),
+        "figures": names,
+    });
+    crate::export::write_json(&staged.path().join(FIGURES_FILE), &record)?;
+    let target = staged.commit()?;
+    Ok(names.iter().map(|n| target.join(n)).collect())
 }

@@ -13,15 +13,17 @@ use std::path::{Path, PathBuf};
 pub const NOTEBOOK_FILE: &str = "ropescope.ipynb";
 
 /// Writes the notebook of the scan directory `dir` to `out` (default `dir/ropescope.ipynb`); the notebook
-/// finds the scan by its path relative to the notebook's folder. Returns the path written.
+/// finds the scan by its path relative to the notebook's folder; `out` is checked before the scan is read.
+/// Returns the path written.
 pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
-    let data = ScanData::open(dir)?;
     let out = out.map_or_else(|| dir.join(NOTEBOOK_FILE), Path::to_path_buf);
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    crate::export::check_output_file(&out, &crate::export::inputs::Inputs::new([dir]))?;
+    let data = ScanData::open(dir)?;
     let scan = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
     let parent = parent.canonicalize().map_err(|e| Error::io(&parent, e))?;
     let scan_path = relative(&parent, &scan).unwrap_or(scan);

@@ -1,16 +1,23 @@
-//! The memory a scan keeps beyond one forward pass, estimated from the configuration before any work, so that
-//! a scan the machine cannot hold is refused at once (with what it needs, what is available and what reduces it)
-//! instead of failing after hours.
+//! The pre-flight of a scan: its prompt count and the memory it keeps beyond one forward pass, checked from the
+//! configuration before any prompt is built, so that a scan the machine cannot hold or finish is refused at once
+//! (with what it needs, what is available and what reduces it) instead of failing after hours.
 //!
-//! Counted: what each prompt set's streaming measures keep for the whole scan (slash and sink sums per `Δ`,
-//! the first prompt's attention map and its block sums, the vector sums and `d × d` Gram matrices), twice when
-//! random prompts run, plus the largest transient of the multi-pass analyses (the ablation's `[T − 1, vocab]`
-//! logits, the positional/symbolic scan's kept keys and values). One forward pass's own working memory is [`Model::activation_bytes`], added by the caller's check.
+//! Counted: the prompts' token ids; what each prompt set's streaming measures keep for the whole scan (slash
+//! and sink sums per `Δ`, the first prompt's attention map and its block sums, the vector sums and `d × d` Gram
+//! matrices), twice when random prompts run, plus the largest transient of the multi-pass analyses (the
+//! ablation's `[T − 1, vocab]` logits, the positional/symbolic scan's kept keys and values). One forward pass's
+//! own working memory is [`Model::activation_bytes`], added by [`Model::preflight`].
 //! Measured peaks stay below `activation + retained + the model's memory map` (README, Memory).
 
 use super::params::{Analysis, ScanParams};
+use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::numeric::Real;
+
+/// Largest number of natural prompts of a scan (`--count`, or the prompt files given): 65 536. Each is a
+/// forward pass (and its random twin another); a scan of that many prompts of the default length takes days on
+/// the smallest supported model, and a larger study is cut into shards (`--shard K/N`) that merge.
+pub const MAX_PROMPT_COUNT: usize = 65_536;
 
 /// Bytes of an `f64`.
 const F64: u64 = 8;
@@ -24,7 +31,8 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
     if params.runs(Analysis::Slash) || params.runs(Analysis::Intrinsic) {
         let side = longest.min(params.map_size) as u64;
         // Sums and counts per Δ and the sink; the map's f64 block sums and its f32 output.
-        per_set += heads * (params.delta_max as u64 + 2) * 2 * F64;
+        let offsets = (params.delta_max as u64).saturating_add(2);
+        per_set = per_set.saturating_add(heads.saturating_mul(offsets).saturating_mul(2 * F64));
         per_set += heads * side * side * (F64 + 4);
     }
     if [Analysis::Rank, Analysis::Fourier, Analysis::Frequency]
@@ -46,17 +54,61 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
     };
     let size = std::mem::size_of::<T>() as u64;
     let ablation = if params.runs(Analysis::Ablation) {
-        longest.saturating_sub(1) as u64 * c.vocab_size as u64 * size
+        (longest.saturating_sub(1) as u64).saturating_mul(c.vocab_size as u64 * size)
     } else {
         0
     };
     // The unswapped pass's keys (after and before RoPE) and values of every layer, kept for the swaps.
     let posym = if params.runs(Analysis::Posym) {
         let kv = c.n_kv_heads as u64 * (2 * d + dv);
-        c.n_layers as u64 * longest as u64 * kv * size
+        (longest as u64).saturating_mul(c.n_layers as u64 * kv * size)
     } else {
         0
     };
     // The multi-pass analyses run one after another: the larger of their transients.
-    per_set * sets + ablation.max(posym)
+    per_set
+        .saturating_mul(sets)
+        .saturating_add(ablation.max(posym))
+}
+
+/// What reduces a scan's memory, appended to a refusal.
+pub const REDUCE: &str =
+    "; shorten the prompts (--length), or leave out analyses (--analyses), or give \
+                          fewer prompts (--count)";
+
+/// Bytes the token ids of `count` natural prompts of at most `longest` tokens and as many random ones take,
+/// each set held twice (the prompts and the ids the passes read).
+pub fn prompt_bytes(count: usize, longest: usize) -> u64 {
+    (count as u64)
+        .saturating_mul(longest as u64)
+        .saturating_mul(2 * 2 * 4)
+}
+
+/// Refuses, before any prompt is built, a scan with `params` of `count` natural prompts (and as many random
+/// ones) of at most `longest` tokens: `count` outside `1..=`[`MAX_PROMPT_COUNT`] or `Δ_max` not below `longest`
+/// ([`Error::Argument`]), prompts longer than the model's context, or more memory than is available
+/// ([`Model::preflight`]).
+pub fn preflight<T: Real>(
+    model: &Model<T>,
+    params: &ScanParams,
+    count: usize,
+    longest: usize,
+) -> Result<()> {
+    if !(1..=MAX_PROMPT_COUNT).contains(&count) {
+        return Err(Error::Argument(format!(
+            "{count} prompts (--count) is out of range: 1 to {MAX_PROMPT_COUNT}"
+        )));
+    }
+    if longest == 0 {
+        return Err(Error::Argument("the prompts have no tokens".into()));
+    }
+    if params.delta_max >= longest {
+        return Err(Error::Argument(format!(
+            "--delta-max {} is out of range: 0 to {} (below the prompts' length of {longest} tokens)",
+            params.delta_max,
+            longest.saturating_sub(1)
+        )));
+    }
+    let kept = retained_bytes(model, longest, params).saturating_add(prompt_bytes(count, longest));
+    model.preflight(longest, kept, REDUCE)
 }

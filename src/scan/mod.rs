@@ -14,6 +14,7 @@ pub mod output;
 pub mod params;
 pub mod partial;
 pub mod prompts;
+pub mod read_back;
 pub mod report_text;
 pub mod shard;
 pub mod summary;

@@ -57,7 +57,7 @@ pub fn write<T: Real>(
                     None => [f64::NAN, f64::NAN],
                 })
                 .collect();
-            npy::write(&dir.join(name), &[grid[0], grid[1], 2], &data)?;
+            npy::write_with_absent(&dir.join(name), &[grid[0], grid[1], 2], &data)?;
         }
     }
     for (name, report) in &outcome.external {
@@ -111,7 +111,7 @@ fn write_set(
                     .chain(std::iter::repeat_n(f64::NAN, width - r.len()))
             })
             .collect();
-        npy::write(&path(pattern), &[layers, heads, width], &data)
+        npy::write_with_absent(&path(pattern), &[layers, heads, width], &data)
     };
     if params.runs(Analysis::Frequency) {
         stack(files::CHUNK_NORMS_Q, &|s| s.q.mean_chunk_norms())?;

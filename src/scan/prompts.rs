@@ -49,22 +49,27 @@ pub fn natural_prompts(
             texts[i].0
         )));
     }
-    (0..count)
+    // Each text's start is tokenized once, however many prompts start with it.
+    let starts: Vec<Vec<u32>> = texts
+        .iter()
+        .map(|(_, t)| tokenizer.encode(t.trim(), true))
+        .collect::<Result<_>>()?;
+    Ok((0..count)
         .map(|p| {
             let first = p % texts.len();
-            let mut ids = tokenizer.encode(texts[first].1.trim(), true)?;
+            let mut ids = starts[first][..starts[first].len().min(length)].to_vec();
             let mut next = first + 1;
             while ids.len() < length {
                 ids.extend_from_slice(&pieces[next % texts.len()]);
                 next += 1;
             }
             ids.truncate(length);
-            Ok(Prompt {
+            Prompt {
                 source: texts[first].0.clone(),
                 ids,
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
 /// One random prompt per natural prompt, of the same length: ids i.i.d. uniform over `0..vocab_size`, except

@@ -10,7 +10,7 @@
 
 use super::format::{Meta, Prompts, StepTime};
 use super::params::{Analysis, ScanParams};
-use super::{external, measure, partial, Progress, ScanOutcome, Stages, Streamed};
+use super::{external, measure, partial, read_back, Progress, ScanOutcome, Stages, Streamed};
 use crate::analysis::embedding_cone::EmbeddingCone;
 use crate::error::{Error, Result};
 use crate::export::write_json;
@@ -27,6 +27,10 @@ pub const SHARD_FILE: &str = "shard.json";
 /// The cone analysis's result in a shard.
 const CONE_FILE: &str = "cone.json";
 
+/// Largest number of shards `N` of `--shard K/N`: 65 536. A merge names every shard directory on its command
+/// line, and the scan's number of tasks bounds `N` again when the shard runs ([`run_shard`]).
+pub const MAX_SHARDS: usize = 65_536;
+
 /// Which share of the work a scan does: shard `index` of `count` (0-based, as Slurm's array task ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
@@ -39,7 +43,7 @@ pub struct Shard {
 impl std::str::FromStr for Shard {
     type Err = Error;
 
-    /// Parses `K/N` with `0 ≤ K < N`.
+    /// Parses `K/N` with `0 ≤ K < N ≤` [`MAX_SHARDS`].
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
             Error::Argument(format!(
@@ -53,6 +57,11 @@ impl std::str::FromStr for Shard {
         );
         if index >= count {
             return Err(bad());
+        }
+        if count > MAX_SHARDS {
+            return Err(Error::Argument(format!(
+                "N = {count} is out of range: 1 to {MAX_SHARDS}"
+            )));
         }
         Ok(Self { index, count })
     }
@@ -189,7 +198,18 @@ pub fn run_shard<T: Real>(
     progress: &dyn Progress,
 ) -> Result<Vec<TaskRecord>> {
     check_shardable(model)?;
-    let mine = shard_tasks(shard, &tasks(params, natural.len(), random.len()));
+    let all = tasks(params, natural.len(), random.len());
+    if shard.count > all.len() {
+        return Err(Error::Argument(format!(
+            "--shard {}/{}: N = {} is out of range: 1 to {}, the number of tasks of this scan (every shard must \
+             have one)",
+            shard.index,
+            shard.count,
+            shard.count,
+            all.len()
+        )));
+    }
+    let mine = shard_tasks(shard, &all);
     let mut records = Vec::new();
     let mut stages = Stages::new(progress, Vec::new());
     let mut steps: Vec<&str> = mine.iter().map(Task::step).collect();
@@ -315,6 +335,36 @@ fn identity(meta: &Meta) -> Result<serde_json::Value> {
     Ok(v)
 }
 
+/// Checks the record and prompts of the shard directory `dir` before anything is done with them: the meta as a
+/// scan directory's ([`read_back::check_meta`]), the shard count `of` at most the tasks that meta implies (a
+/// shard beyond them has nothing to do, and `scan --shard` refuses it), the index inside `0..of`, and the
+/// prompts as the meta records them ([`read_back::check_prompts`]).
+pub fn check_shard(record: &ShardRecord, prompts: &Prompts, dir: &Path) -> Result<()> {
+    let file = &dir.join(SHARD_FILE);
+    let meta = &record.meta;
+    read_back::check_meta(meta, file)?;
+    let count = |name: &str| read_back::prompt_set(meta, name).map_or(0, |s| s.count);
+    let n_tasks = tasks(&params_of(meta)?, count("natural"), count("random")).len();
+    if !(1..=n_tasks).contains(&record.of) {
+        return Err(Error::BadData(format!(
+            "{}: of is {}, outside the allowed 1..={n_tasks} (the scan's tasks: a shard beyond them has \
+             nothing to do)",
+            file.display(),
+            record.of
+        )));
+    }
+    if record.shard >= record.of {
+        return Err(Error::BadData(format!(
+            "{}: shard is {}, outside the allowed 0..={} (of is {})",
+            file.display(),
+            record.shard,
+            record.of - 1,
+            record.of
+        )));
+    }
+    read_back::check_prompts(prompts, meta, &dir.join(super::format::files::PROMPTS))
+}
+
 /// Reads the shard directories `dirs` and checks they are one complete scan's shards: each complete and of
 /// this format, all with the same model (by sha256), precision, prompts, parameters, analyses and number of
 /// shards, every index present once, and each holding exactly its tasks. Returns them by index.
@@ -341,13 +391,14 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
                 record.shard_format_version
             )));
         }
-        if !record.complete || record.shard >= record.of {
+        if !record.complete {
             return Err(Error::BadData(format!(
                 "{}: not a complete shard record",
                 path.display()
             )));
         }
         let prompts = read_json(&dir.join(super::format::files::PROMPTS))?;
+        check_shard(&record, &prompts, dir)?;
         shards.push(ShardDir {
             dir: dir.clone(),
             record,

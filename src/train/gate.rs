@@ -69,6 +69,12 @@ impl ChunkGate {
                     if a > b {
                         return Err(GateError::Syntax(part.to_string()));
                     }
+                    if b >= n_chunks {
+                        return Err(GateError::OutOfRange {
+                            chunk: b,
+                            last: n_chunks.saturating_sub(1),
+                        });
+                    }
                     chunks.extend(a..=b);
                 }
                 None => chunks.push(number(part)?),
@@ -122,6 +128,14 @@ mod tests {
         assert!(matches!(
             ChunkGate::parse("8", 8),
             Err(GateError::OutOfRange { chunk: 8, last: 7 })
+        ));
+        // A range is checked before it is expanded.
+        assert!(matches!(
+            ChunkGate::parse("0-4000000000", 8),
+            Err(GateError::OutOfRange {
+                chunk: 4_000_000_000,
+                last: 7
+            })
         ));
         assert!(matches!(
             ChunkGate::parse("x", 8),

@@ -38,3 +38,22 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join("fixtures")
         .join(rel)
 }
+
+/// Writes to `dest` a copy of the GGUF file at `src` (its metadata and tensors, in order) after `edit` has
+/// changed them: the way tests build a file that breaks one rule.
+pub fn rewrite_gguf(
+    src: &std::path::Path,
+    edit: impl FnOnce(&mut ropescope::gguf::GgufWriter),
+    dest: &std::path::Path,
+) {
+    let file = ropescope::gguf::GgufFile::open(src).unwrap();
+    let mut w = ropescope::gguf::GgufWriter::new();
+    for (k, v) in file.metadata() {
+        w = w.kv(k, v.clone());
+    }
+    for t in file.tensors() {
+        w = w.tensor_raw(&t.name, &t.dims, t.ty, file.tensor_bytes(t).to_vec());
+    }
+    edit(&mut w);
+    std::fs::write(dest, w.to_bytes()).unwrap();
+}

@@ -425,6 +425,13 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
         json!({"kind": "band_masked", "band": "high"}),
     ];
     let losses = [2.0, 2.25, 5.5, 3.125];
+    // A value per chunk from one per band: the four bands hold `sh.c / 4` chunks each, fastest first.
+    let per_band = |bands: [bool; 4]| -> Vec<bool> {
+        bands
+            .iter()
+            .flat_map(|&b| std::iter::repeat_n(b, sh.c / 4))
+            .collect()
+    };
     let ablation_variant = |v: usize| {
         let peak = |l: usize, h: usize| {
             let i = idx(l, h);
@@ -437,15 +444,19 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             )
         };
         json!({
-            "variant": variants[v], "rotated_chunks": [v != 2 && v != 3, v == 0 || v == 3, v != 2, v != 2],
+            "variant": variants[v], "rotated_chunks": per_band([v != 2 && v != 3, v == 0 || v == 3, v != 2, v != 2]),
             "loss": losses[v], "loss_change": losses[v] - losses[0],
             "peak_delta": (0..sh.layers).map(|l| (0..sh.heads).map(|h| peak(l, h).0).collect::<Vec<_>>()).collect::<Vec<_>>(),
             "peak_score": per_head(&|l, h| peak(l, h).1),
             "baseline_peak_change": per_head(&|l, h| peak(l, h).2)
         })
     };
+    let chunk_bands: Vec<&str> = ["high", "medium", "low", "low"]
+        .iter()
+        .flat_map(|&b| std::iter::repeat_n(b, sh.c / 4))
+        .collect();
     let ablation = json!({
-        "n_predicted": 2 * (sh.n - 1), "chunk_bands": ["high", "medium", "low", "low"],
+        "n_predicted": 2 * (sh.n - 1), "chunk_bands": chunk_bands,
         "baseline": ablation_variant(0), "variants": (1..4).map(ablation_variant).collect::<Vec<_>>()
     });
     write_json(&dir.join("ablation.json"), &ablation).unwrap();

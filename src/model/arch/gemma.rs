@@ -104,7 +104,11 @@ fn local_layers(h: &Hparams, default: impl Fn(usize) -> bool) -> Result<Vec<bool
         Some(p) if p.len() != h.n_layers => {
             return Err(Error::BadValue {
                 key: format!("{arch}.attention.sliding_window_pattern"),
-                problem: format!("{} entries for {} layers", p.len(), h.n_layers),
+                problem: format!(
+                    "{} entries for {} layers (must be one entry per layer)",
+                    p.len(),
+                    h.n_layers
+                ),
             })
         }
         Some(p) => p.clone(),

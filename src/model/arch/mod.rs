@@ -85,17 +85,9 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         pairing: Pairing::HalfSplit,
         scaling: rope::scaling(file, h)?,
     };
-    let window = match h.sliding_window {
-        // Phi-3's converter writes 0 for "no window" (Phi-4 and others).
-        Some(0) if arch == "phi3" => None,
-        Some(0) => {
-            return Err(Error::BadValue {
-                key: format!("{arch}.attention.sliding_window"),
-                problem: "a window of 0 keys would hide every token".into(),
-            })
-        }
-        w => w,
-    };
+    // Phi-3's converter writes 0 for "no window" (Phi-4 and others); other families' 0 is refused by
+    // `validate::RULES`.
+    let window = h.sliding_window.filter(|&w| w > 0);
     let layer = LayerConfig { rope, window };
     Ok(ModelConfig {
         architecture: arch.clone(),

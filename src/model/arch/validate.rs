@@ -1,10 +1,17 @@
 //! The rules every resolved hyper-parameter must satisfy, in one table ([`RULES`]), checked before anything is
 //! allocated for the model. Values read from a file are never trusted: a count must match the tensors present,
-//! a size must be positive, a real number finite and in range. (Rules on single keys as they are read, such as
-//! a positive RoPE base or scaling factor, live in `gguf::hparams`; rules between keys and tensors live here.)
+//! a size must be positive and agree with the tensor shapes, a real number finite and in range, and RoPE's
+//! scaling parameters must give the frequencies their formulas intend. (Rules on single keys as they are read,
+//! such as a positive RoPE base or scaling factor, live in `gguf::hparams`; rules on the tensor directory itself,
+//! such as disjoint tensor data, in `gguf::file`; rules between keys and tensors live here.)
+//!
+//! The rules run in table order, each relying on the ones before it: counts and sizes first, then the shapes of
+//! the tensors against them, then RoPE, then the vocabulary.
 
+use super::rope as file_rope;
 use crate::error::{Error, Result};
-use crate::gguf::{GgufFile, Hparams};
+use crate::gguf::{GgufFile, Hparams, Value};
+use crate::rope::{Scaling, Yarn};
 
 /// One rule: the key it concerns (after `{arch}.`), and the check, which returns the problem when it fails.
 pub struct Rule {
@@ -14,6 +21,10 @@ pub struct Rule {
     pub requires: &'static str,
     check: fn(&Hparams, &GgufFile) -> Option<String>,
 }
+
+/// Architectures whose rotated dimensions must be the whole head, as llama.cpp requires of them (`invalid
+/// n_rot`); the others may rotate part of it (Phi-3's `partial_rotary_factor`).
+pub const WHOLE_HEAD_ROTATION: &[&str] = &["llama", "mistral"];
 
 /// Distinct block indices among the file's `blk.{i}.*` tensors.
 fn block_indices(file: &GgufFile) -> Vec<usize> {
@@ -34,6 +45,74 @@ fn positive(x: usize, what: &str) -> Option<String> {
 fn positive_real(x: Option<f64>) -> Option<String> {
     x.filter(|v| !(v.is_finite() && *v > 0.0))
         .map(|v| format!("{v} is not a finite positive number"))
+}
+
+/// `x` when it is not above 1, as a problem: a RoPE base of at most 1 gives frequencies that do not decrease from
+/// chunk 0, and divides by `ln base = 0` in YaRN's correction range.
+fn base_above_one(x: Option<f64>) -> Option<String> {
+    x.filter(|b| *b <= 1.0)
+        .map(|b| format!("{b} is not above 1"))
+}
+
+/// The first tensor among `blk.{i}.{part}` of every block whose size along ggml dimension `axis` (0: inputs,
+/// 1: outputs) is not `want` (`None` when `want` overflowed), as a problem saying what `want` is `from`.
+fn block_size_mismatch(
+    file: &GgufFile,
+    n_layers: usize,
+    part: &str,
+    axis: usize,
+    want: Option<usize>,
+    from: &str,
+) -> Option<String> {
+    (0..n_layers).find_map(|i| {
+        let name = format!("blk.{i}.{part}");
+        let t = file.tensor(&name).ok()?;
+        let found = t.dims.get(axis).copied().unwrap_or(1);
+        (want.map(|w| w as u64) != Some(found)).then(|| {
+            let want = want.map_or("more than this machine can count".into(), |w| w.to_string());
+            let side = if axis == 0 { "columns" } else { "rows" };
+            format!("{from} is {want}, but tensor '{name}' has {found} {side}")
+        })
+    })
+}
+
+/// The YaRN scaling the file states, if it states YaRN (with HF's defaults for absent betas).
+fn yarn(h: &Hparams, file: &GgufFile) -> Option<Yarn> {
+    match file_rope::scaling(file, h) {
+        Ok(Scaling::Yarn(y)) => Some(y),
+        _ => None,
+    }
+}
+
+/// The vocabulary sizes the file states (the key, the tokenizer's tokens, the rows of the embedding and the output
+/// head), and the first that differs from the first of them, as a problem.
+fn vocabulary_mismatch(h: &Hparams, f: &GgufFile) -> Option<String> {
+    let key = f
+        .get_usize(&format!("{}.vocab_size", h.architecture))
+        .ok()?;
+    if key == Some(0) {
+        return positive(0, "the vocabulary");
+    }
+    let tokens = f.get("tokenizer.ggml.tokens").and_then(Value::as_array);
+    let rows = |name: &str| {
+        let t = f.tensor(name).ok()?;
+        Some((
+            format!("tensor '{name}'"),
+            t.dims.get(1).copied().unwrap_or(1),
+        ))
+    };
+    let sizes: Vec<(String, u64)> = [
+        key.map(|n| ("the key".to_string(), n as u64)),
+        tokens.map(|a| ("tokenizer.ggml.tokens".to_string(), a.len() as u64)),
+        rows("token_embd.weight"),
+        rows("output.weight"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let (first, n) = sizes.first()?;
+    let (other, m) = sizes.iter().find(|(_, m)| m != n)?;
+    Some(format!("{first} says {n} tokens, {other} {m}"))
 }
 
 /// Every rule, in the order they are checked.
@@ -65,13 +144,35 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         key: "embedding_length",
-        requires: "at least 1",
-        check: |h, _| positive(h.n_embd, "the width"),
+        requires: "at least 1, and the width (columns) of `token_embd.weight`",
+        check: |h, f| {
+            positive(h.n_embd, "the width").or_else(|| {
+                let t = f.tensor("token_embd.weight").ok()?;
+                (t.dims[0] != h.n_embd as u64).then(|| {
+                    format!(
+                        "says a width of {}, tensor 'token_embd.weight' has {} columns",
+                        h.n_embd, t.dims[0]
+                    )
+                })
+            })
+        },
     },
     Rule {
         key: "feed_forward_length",
         requires: "at least 1",
         check: |h, _| h.n_ff.and_then(|n| positive(n, "the feed-forward width")),
+    },
+    Rule {
+        key: "attention.head_count_kv",
+        requires: "at least 1, and a divisor of `attention.head_count`",
+        check: |h, _| {
+            (h.n_kv_heads == 0 || !h.n_heads.is_multiple_of(h.n_kv_heads)).then(|| {
+                format!(
+                    "{} does not divide the {} query heads",
+                    h.n_kv_heads, h.n_heads
+                )
+            })
+        },
     },
     Rule {
         key: "attention.key_length",
@@ -82,6 +183,71 @@ pub const RULES: &[Rule] = &[
         key: "attention.value_length",
         requires: "at least 1",
         check: |h, _| positive(h.value_dim, "the value head dimension"),
+    },
+    Rule {
+        key: "attention.head_count",
+        requires: "such that head_count × key_length is the rows of every block's `attn_q.weight`, head_count × \
+                   value_length the columns of every `attn_output.weight`, and (head_count + head_count_kv) × \
+                   key_length + head_count_kv × value_length the rows of every fused `attn_qkv.weight`",
+        check: |h, f| {
+            let (n, kv) = (h.n_heads, h.n_kv_heads);
+            let q = n.checked_mul(h.head_dim);
+            let o = n.checked_mul(h.value_dim);
+            let fused = kv
+                .checked_mul(h.head_dim.checked_add(h.value_dim)?)
+                .and_then(|x| x.checked_add(q?));
+            let in_blocks = |part, axis, want, from| {
+                block_size_mismatch(f, h.n_layers, part, axis, want, from)
+            };
+            in_blocks("attn_q.weight", 1, q, "head_count × key_length")
+                .or_else(|| in_blocks("attn_output.weight", 0, o, "head_count × value_length"))
+                .or_else(|| {
+                    in_blocks(
+                        "attn_qkv.weight",
+                        1,
+                        fused,
+                        "(head_count + head_count_kv) × key_length + head_count_kv × value_length",
+                    )
+                })
+        },
+    },
+    Rule {
+        key: "attention.head_count_kv",
+        requires: "such that head_count_kv × key_length is the rows of every block's `attn_k.weight` and \
+                   head_count_kv × value_length those of every `attn_v.weight`",
+        check: |h, f| {
+            let k = h.n_kv_heads.checked_mul(h.head_dim);
+            let v = h.n_kv_heads.checked_mul(h.value_dim);
+            block_size_mismatch(f, h.n_layers, "attn_k.weight", 1, k, "head_count_kv × key_length")
+                .or_else(|| {
+                    block_size_mismatch(
+                        f,
+                        h.n_layers,
+                        "attn_v.weight",
+                        1,
+                        v,
+                        "head_count_kv × value_length",
+                    )
+                })
+        },
+    },
+    Rule {
+        key: "rope.dimension_count",
+        requires: "even, at least 2 and at most the head dimension `attention.key_length`; equal to it for \
+                   `llama` and `mistral` (as llama.cpp requires)",
+        check: |h, _| {
+            let (r, d) = (h.rope_dim, h.head_dim);
+            if r < 2 || !r.is_multiple_of(2) || r > d {
+                Some(format!("{r} rotated dimensions for a head dimension of {d}"))
+            } else if r != d && WHOLE_HEAD_ROTATION.contains(&h.architecture.as_str()) {
+                Some(format!(
+                    "{r} rotated dimensions for a head dimension of {d}; {} rotates whole heads",
+                    h.architecture
+                ))
+            } else {
+                None
+            }
+        },
     },
     Rule {
         key: "context_length",
@@ -104,6 +270,24 @@ pub const RULES: &[Rule] = &[
         check: |h, _| positive_real(h.final_softcap),
     },
     Rule {
+        key: "attention.sliding_window",
+        requires: "at least 1 (`phi3` files write 0 for no window)",
+        check: |h, _| {
+            (h.sliding_window == Some(0) && h.architecture != "phi3")
+                .then(|| "a window of 0 keys would hide every token".into())
+        },
+    },
+    Rule {
+        key: "rope.freq_base",
+        requires: "above 1",
+        check: |h, _| base_above_one(Some(h.rope_base)),
+    },
+    Rule {
+        key: "rope.freq_base_swa",
+        requires: "above 1",
+        check: |h, _| base_above_one(h.rope_base_swa),
+    },
+    Rule {
         key: "rope.scaling.original_context_length",
         requires: "at least 1",
         check: |h, _| {
@@ -113,9 +297,51 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
+        key: "rope.scaling.factor",
+        requires: "at least 1 for linear and YaRN scaling (HF's bound: a context extension)",
+        check: |h, f| {
+            let factor = match file_rope::scaling(f, h).ok()? {
+                Scaling::Linear { factor } => factor,
+                Scaling::Yarn(y) => y.factor,
+                _ => return None,
+            };
+            (factor < 1.0).then(|| format!("{factor} is below 1"))
+        },
+    },
+    Rule {
+        key: "rope.scaling.yarn_beta_fast",
+        requires: "above `yarn_beta_slow` (defaults 32 and 1), or YaRN's ramp is inverted",
+        check: |h, f| {
+            let y = yarn(h, f)?;
+            (y.beta_fast <= y.beta_slow).then(|| {
+                format!(
+                    "beta_fast {} is not above beta_slow {}",
+                    y.beta_fast, y.beta_slow
+                )
+            })
+        },
+    },
+    Rule {
+        key: "rope.scaling.original_context_length",
+        requires: "with YaRN, a correction range `lo ≤ hi` (finite) for the file's base, rotated dimensions and \
+                   betas, as HF's `find_correction_range` computes it",
+        check: |h, f| {
+            let y = yarn(h, f)?;
+            let (lo, hi) = y.correction_range(h.rope_base, h.rope_dim);
+            (!(lo.is_finite() && hi.is_finite() && lo <= hi)).then(|| {
+                format!(
+                    "{} with base {}, {} rotated dimensions, beta_fast {} and beta_slow {} puts YaRN's ramp \
+                     from dimension {lo} to {hi}",
+                    y.original_context, h.rope_base, h.rope_dim, y.beta_fast, y.beta_slow
+                )
+            })
+        },
+    },
+    Rule {
         key: "vocab_size",
-        requires: "at least 1 when present",
-        check: |h, _| h.vocab_size.and_then(|n| positive(n, "the vocabulary")),
+        requires: "at least 1 when present, and equal to the number of `tokenizer.ggml.tokens` and the rows of \
+                   `token_embd.weight` and `output.weight`",
+        check: vocabulary_mismatch,
     },
 ];
 

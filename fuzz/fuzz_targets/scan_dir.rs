@@ -1,0 +1,13 @@
+//! cargo-fuzz target `scan_dir`: `ropescope::fuzz_harness::Target::ScanDir`.
+#![no_main]
+
+use libfuzzer_sys::{fuzz_mutator, fuzz_target};
+use ropescope::fuzz_harness::Target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = Target::ScanDir.run(data);
+});
+
+fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    ropescope_fuzz::mutate(Target::ScanDir, data, size, max_size, seed)
+});

@@ -1,0 +1,84 @@
+//! The finiteness guard of the forward pass. From finite weights and values every tensor the pass computes is
+//! finite, in f64 and in f32 (real models stay many orders of magnitude below f32's range), so a NaN or an
+//! infinity is never a result: it comes from a file whose weights or hyper-parameters are wrong (or from a
+//! defect). The pass checks each tensor it computes as soon as it is computed and stops at the first
+//! non-finite one, naming it, so that no output (reference arrays, scan measures) is written from it.
+//!
+//! The cost is one read of each checked tensor, against the matrix products that made it (a product of width
+//! `d` reads each output's inputs `d` times): well below 1% of a pass.
+
+use crate::error::{Error, Result};
+use crate::numeric::Real;
+
+/// Where in the model a checked tensor belongs: a layer, or a stage outside the layers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Site {
+    /// Layer `l`.
+    Layer(usize),
+    /// The token embeddings (before the first layer).
+    Embeddings,
+    /// The output head (final norm, unembedding, soft-capping).
+    OutputHead,
+}
+
+impl std::fmt::Display for Site {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Site::Layer(l) => write!(f, "layer {l}"),
+            Site::Embeddings => write!(f, "the token embeddings"),
+            Site::OutputHead => write!(f, "the output head"),
+        }
+    }
+}
+
+/// Refuses `values`, rows of `width` elements for positions `first_row..`, when one is not finite
+/// ([`Error::NonFinite`], naming `stage` at `site`, the position and element of the first).
+pub(crate) fn ensure_finite<T: Real>(
+    values: &[T],
+    width: usize,
+    first_row: usize,
+    site: Site,
+    stage: &str,
+) -> Result<()> {
+    let Some(i) = values.iter().position(|v| !v.is_finite()) else {
+        return Ok(());
+    };
+    let v = values[i].to_f64_exact();
+    Err(Error::NonFinite {
+        stage: stage.to_string(),
+        at: site.to_string(),
+        value: if v.is_nan() {
+            "NaN".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        },
+        position: first_row + i / width.max(1),
+        element: i % width.max(1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_non_finite_element_is_named_by_position_and_element() {
+        assert!(ensure_finite(&[1.0f64, -2.0, 0.0], 3, 0, Site::Embeddings, "x").is_ok());
+        let values = [0.0f32, 1.0, 2.0, 3.0, f32::NEG_INFINITY, f32::NAN];
+        let e = ensure_finite(&values, 2, 10, Site::Layer(4), "post-RoPE keys").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("post-RoPE keys of layer 4 holds -inf at position 12, element 0"),
+            "{text}"
+        );
+        assert_eq!(e.kind(), crate::ErrorKind::BadFile);
+        let e = ensure_finite(&[f64::NAN], 1, 0, Site::OutputHead, "logits").unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("logits of the output head holds NaN at position 0"));
+        let e = ensure_finite(&[f64::INFINITY], 1, 0, Site::OutputHead, "logits").unwrap_err();
+        assert!(e.to_string().contains("holds inf"));
+    }
+}
