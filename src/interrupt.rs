@@ -4,8 +4,9 @@
 //! The check belongs to the calling thread, for the duration of one call ([`with_check`]): the Python package
 //! runs each engine call with a check that asks the interpreter whether Ctrl-C was pressed, so a pass running
 //! with the GIL released stops within one layer instead of at its end. A pass that finds the check true returns
-//! [`Error::Interrupted`]; outputs are written whole or not at all, so nothing half-written is left. Passes on
-//! other threads (and the command line, which installs no check) are not affected.
+//! [`Error::Interrupted`]; outputs are written whole or not at all, so nothing half-written is left. The command
+//! line installs a check that SIGINT or SIGTERM sets, in the commands that run forward passes (`cli::main`), so
+//! that they remove their staged output and exit 130. Passes on other threads are not affected.
 
 use crate::error::{Error, Result};
 use std::cell::Cell;

@@ -52,6 +52,8 @@ pub enum Step {
     ProjectDown,
     /// Final norm and output head of the requested logits rows (wall).
     Logits,
+    /// The check that every tensor the pass computes is finite (wall).
+    Check,
     /// Inside projections: producing weight tiles (dequantization) (thread time).
     Dequantize,
     /// Inside projections: multiplying activations by weight tiles (thread time).
@@ -69,7 +71,7 @@ pub enum Step {
 impl Step {
     /// Every step, in the order of the pass (wall steps first, then the parts of parallel steps), which is the
     /// order the variants are declared in.
-    pub const ALL: [Step; 19] = [
+    pub const ALL: [Step; 20] = [
         Step::Embed,
         Step::Norm,
         Step::ProjectQ,
@@ -83,6 +85,7 @@ impl Step {
         Step::Activation,
         Step::ProjectDown,
         Step::Logits,
+        Step::Check,
         Step::Dequantize,
         Step::Multiply,
         Step::Scores,
@@ -119,6 +122,7 @@ impl Step {
             Step::ProjectUp => "project up",
             Step::ProjectDown => "project down",
             Step::Logits => "logits",
+            Step::Check => "finiteness checks",
             Step::Rope => "rope (+ pre-RoPE copies)",
             Step::Attention => "attention",
             Step::Activation => "activation + residual",

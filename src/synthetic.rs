@@ -34,7 +34,7 @@ pub struct SyntheticModel {
     pub rope_base: f32,
     /// Sliding window written to the metadata.
     pub sliding_window: Option<u32>,
-    /// Gemma 2 soft-capping (attention, final).
+    /// Soft-capping (attention, final) written to the metadata: Gemma 2's 50 and 30 by default.
     pub softcaps: Option<(f32, f32)>,
     /// Whether the output head is tied to the embeddings (no `output.weight`).
     pub tied: bool,
@@ -60,7 +60,7 @@ impl SyntheticModel {
             context_length: 512,
             rope_base: 10_000.0,
             sliding_window: None,
-            softcaps: None,
+            softcaps: (arch == "gemma2").then_some((50.0, 30.0)),
             tied: arch.starts_with("gemma"),
             seed: 7,
             overrides: BTreeMap::new(),

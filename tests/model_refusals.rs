@@ -353,7 +353,7 @@ fn every_hyper_parameter_rule_refuses_an_altered_header() {
             "llama",
             "llama.block_count",
             Value::U64(1 << 40),
-            "says 1099511627776 blocks",
+            "1099511627776 is above 4294967295",
         ),
         (
             "llama",

@@ -107,6 +107,8 @@ fn a_second_writer_is_refused_and_an_existing_output_needs_force() {
     // A lock held by a running process (this test's own).
     let lock = dir.path().join("out.lock");
     std::fs::write(&lock, std::process::id().to_string()).unwrap();
+    let held = std::fs::File::open(&lock).unwrap();
+    held.lock().unwrap();
     let r = scan(&model, &prompt, &out, &[]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(5), "a locked output is exit 5: {err}");
@@ -118,6 +120,7 @@ fn a_second_writer_is_refused_and_an_existing_output_needs_force() {
         "{err}"
     );
     assert!(!out.exists());
+    drop(held);
     std::fs::remove_file(&lock).unwrap();
 
     let r = scan(&model, &prompt, &out, &[]);

@@ -118,6 +118,50 @@ fn quiet_on_broken_pipe() {
     }
 }
 
+/// Set by SIGINT (Ctrl-C) or SIGTERM while a command that runs forward passes works ([`stop_on_signals`]).
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether SIGINT or SIGTERM arrived: the interrupt check of the command line's forward passes.
+fn stop_requested() -> bool {
+    STOP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The handler of SIGINT and SIGTERM: asks the passes to stop, and gives the signal its default action back, so
+/// that a second one ends the process at once.
+#[cfg(unix)]
+extern "C" fn request_stop(signal: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: signal(2) is async-signal-safe, and SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+    }
+}
+
+/// Makes SIGINT and SIGTERM stop the forward passes at their next check (`crate::interrupt`), so that the
+/// command unwinds, removes its staged output and lock, and exits 130 instead of leaving them behind.
+fn stop_on_signals() {
+    #[cfg(unix)]
+    // SAFETY: called on the main thread before the command's work; `request_stop` only stores an atomic flag
+    // and calls signal(2), both async-signal-safe.
+    unsafe {
+        let handler = request_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// Whether `command` spends its time in forward passes, which check for a stop between layers.
+fn runs_passes(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Scan(_)
+            | Command::Merge(_)
+            | Command::Reference(_)
+            | Command::Diverge(_)
+            | Command::BenchForward(_)
+    )
+}
+
 /// Runs one command.
 fn dispatch(command: Command) -> anyhow::Result<()> {
     match command {
@@ -209,7 +253,14 @@ pub fn error_kind(e: &anyhow::Error) -> ErrorKind {
 pub fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let cli = Cli::parse();
-    let result = start_threads(cli.threads).and_then(|()| dispatch(cli.command));
+    let result = start_threads(cli.threads).and_then(|()| {
+        if runs_passes(&cli.command) {
+            stop_on_signals();
+            crate::interrupt::with_check(stop_requested, || dispatch(cli.command))
+        } else {
+            dispatch(cli.command)
+        }
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

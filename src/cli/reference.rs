@@ -41,11 +41,12 @@ pub struct Args {
     force: bool,
 }
 
-/// Token ids from a comma-separated list or a `.npy` file of integers (any path that exists is read as one).
+/// Token ids from a comma-separated list or a `.npy` file of integers (any path that exists, a link to nothing
+/// included, is read as one).
 pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
     let to_u32 =
         |v: i64| u32::try_from(v).or_argument(|| format!("token id {v} is not a valid id"));
-    if spec.ends_with(".npy") || Path::new(spec).exists() {
+    if spec.ends_with(".npy") || Path::new(spec).symlink_metadata().is_ok() {
         return read_id_file(Path::new(spec));
     }
     spec.split(',')
@@ -111,6 +112,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let file = GgufFile::open(&args.model)?;
     let ids = match (&args.ids, args.source.read()?) {
         (Some(spec), _) => read_ids(spec)?,
+        (None, Some(text)) if text.is_empty() => match &args.source.file {
+            Some(path) => refuse!(
+                "{} holds no text: the prompt would be empty",
+                path.display()
+            ),
+            None => refuse!("--text is empty: the prompt would be empty"),
+        },
         (None, Some(text)) => super::tokenize::ids_of_text(&file, &text)?,
         (None, None) => refuse!("give the prompt with --ids, --text TEXT or --file PATH"),
     };

@@ -136,6 +136,11 @@ fn run_in<T: Real>(
             );
         }
     }
+    let lengths: Vec<(usize, &str)> = natural
+        .iter()
+        .map(|p| (p.ids.len(), p.source.as_str()))
+        .collect();
+    crate::scan::external::check_prompt_lengths(&params.analyses, &lengths)?;
     let bos = Tokenizer::from_gguf(file).ok().and_then(|t| t.bos_id());
     let random = random_prompts(&natural, c.vocab_size, bos, params.seed);
     let ids = |ps: &[Prompt]| ps.iter().map(|p| p.ids.clone()).collect::<Vec<_>>();

@@ -70,22 +70,74 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// A temporary file beside `path`, `.NAME.XXXXXX.tmp`, with the mode a new file gets under the umask.
-fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = parent_of(path);
+/// Random characters in the name of a temporary file (`.NAME.XXXXXX.tmp`).
+const TEMPORARY_RANDOM_CHARS: usize = 6;
+
+/// The prefix of the temporary files beside `path`: `.NAME.`.
+fn temporary_prefix(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let prefix = format!(".{name}.");
+    format!(".{name}.")
+}
+
+/// `e` without the path the `tempfile` crate appends to its message (` at path "..."`, the temporary file's):
+/// the error names the directory already.
+fn without_temporary_path(e: std::io::Error) -> std::io::Error {
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((cause, _)) => std::io::Error::new(e.kind(), cause.to_string()),
+        None => e,
+    }
+}
+
+/// A temporary file beside `path`, `.NAME.XXXXXX.tmp`, with the mode a new file gets under the umask, locked
+/// while it is open so that a later writer can tell it from one a killed writer left.
+fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = parent_of(path);
+    let prefix = temporary_prefix(path);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
+    builder
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .rand_bytes(TEMPORARY_RANDOM_CHARS);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666 & !umask()));
     }
-    builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))
+    let tmp = builder
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, without_temporary_path(e)))?;
+    // Where the file system has no locks, a killed writer's temporary file is merely not cleared.
+    let _ = tmp.as_file().try_lock();
+    Ok(tmp)
+}
+
+/// Removes the temporary files a killed writer of `path` left beside it (as large as the output, for `synth`):
+/// `.NAME.XXXXXX.tmp` files that no process holds locked. Nothing else is touched.
+fn clear_stale_temporaries(path: &Path) {
+    let (dir, prefix) = (parent_of(path), temporary_prefix(path));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_temporary = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .is_some_and(|r| {
+                r.len() == TEMPORARY_RANDOM_CHARS && r.chars().all(|c| c.is_ascii_alphanumeric())
+            });
+        if !is_temporary || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let stale = std::fs::File::open(entry.path()).is_ok_and(|f| f.try_lock().is_ok());
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Checks, before any work, that `path` can take a single-file output of a command reading `inputs`: not an
@@ -100,9 +152,10 @@ pub fn check_output_file(path: &Path, inputs: &Inputs) -> Result<()> {
 }
 
 /// Writes `path` by streaming into a temporary file in the same directory, syncing it, and renaming it over
-/// `path`. On any error (a full disk, say) the temporary file is removed and `path` is left as it was. A link
-/// to a regular file is written through; a character device or a FIFO is written in place; anything else
-/// that exists and is not a regular file is refused (see the module documentation).
+/// `path`. On any error (a full disk, say) the temporary file is removed and `path` is left as it was; the
+/// temporary files a killed writer of `path` left are removed first. A link to a regular file is written
+/// through; a character device or a FIFO is written in place; anything else that exists and is not a regular
+/// file is refused (see the module documentation).
 pub fn write_atomic(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -119,6 +172,7 @@ pub fn write_atomic(
             return buf.flush().map_err(|e| Error::io(path, e));
         }
     };
+    clear_stale_temporaries(&real);
     let mut tmp = temporary_beside(&real)?;
     {
         let mut buf = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());

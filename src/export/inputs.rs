@@ -1,21 +1,13 @@
 //! The files and directories a command reads, so that none of its outputs replaces or removes one: an output
 //! directory may not be an input or hold one (`--force` would delete it), and a single-file output may not be
-//! an input file nor a file inside an input directory (other than the files ropescope itself writes into a
-//! scan directory, [`OWN_FILES`]).
+//! an input file nor an existing file inside an input directory (other than the file the command itself writes
+//! there, [`Inputs::replacing`]).
 //!
 //! Paths are compared canonically (symbolic links resolved), and also as given with only their parent
 //! resolved, so that neither a link to an input nor a link that is an input escapes the comparison.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
-
-/// Files ropescope writes into a scan directory it reads (`report`, `export-minference`,
-/// `export-notebook`): a single-file output may replace one of these inside an input directory, no other.
-pub const OWN_FILES: [&str; 3] = [
-    crate::report::REPORT_FILE,
-    crate::report::minference::MINFERENCE_FILE,
-    crate::report::notebook::NOTEBOOK_FILE,
-];
 
 /// One input: the path as given and the forms it is compared under.
 #[derive(Debug, Clone)]
@@ -28,6 +20,8 @@ struct Input {
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
     inputs: Vec<Input>,
+    /// Names of files a single-file output may replace inside an input directory.
+    replaceable: Vec<String>,
 }
 
 /// `path` with its parent directory resolved and its last component kept (a link stays the link); `None` when
@@ -63,7 +57,17 @@ impl Inputs {
                 forms: forms(p.as_ref()),
             })
             .collect();
-        Self { inputs }
+        Self {
+            inputs,
+            replaceable: Vec::new(),
+        }
+    }
+
+    /// These inputs, where a single-file output may replace an existing file called `name` inside an input
+    /// directory: the file the command itself writes there (`report.html` into the scan directory it reads).
+    pub fn replacing(mut self, name: &str) -> Self {
+        self.replaceable.push(name.to_string());
+        self
     }
 
     /// The first input that is `dir` or lies under it (as given on the command line).
@@ -80,12 +84,12 @@ impl Inputs {
     }
 
     /// Refuses `file` as a single-file output when it is an input, or an existing file inside an input
-    /// directory other than one of [`OWN_FILES`].
+    /// directory other than one named by [`Inputs::replacing`].
     pub fn check_file_output(&self, file: &Path) -> Result<()> {
         let outs = forms(file);
         let own = file
             .file_name()
-            .is_some_and(|n| OWN_FILES.iter().any(|o| n == *o));
+            .is_some_and(|n| self.replaceable.iter().any(|o| n == o.as_str()));
         let exists = file.symlink_metadata().is_ok();
         for input in &self.inputs {
             for f in &input.forms {
@@ -98,11 +102,15 @@ impl Inputs {
                 }
                 if exists && !own && outs.iter().any(|o| o.starts_with(f)) {
                     return Err(Error::Argument(format!(
-                        "{} is a file of the input directory {}; ropescope does not replace it (only {} \
-                         there); choose another output file",
+                        "{} is a file of the input directory {}; this command replaces {} there; \
+                         choose another output file",
                         file.display(),
                         input.given.display(),
-                        OWN_FILES.join(", ")
+                        if self.replaceable.is_empty() {
+                            "no file".to_string()
+                        } else {
+                            self.replaceable.join(", ")
+                        }
                     )));
                 }
             }
@@ -150,14 +158,17 @@ mod tests {
         let scan = dir.path().join("scan");
         std::fs::create_dir(&scan).unwrap();
         std::fs::write(scan.join("summary.json"), b"{}").unwrap();
-        std::fs::write(scan.join(OWN_FILES[1]), b"{}").unwrap();
-        let inputs = Inputs::new([&scan]);
+        std::fs::write(scan.join("own.json"), b"{}").unwrap();
+        let inputs = Inputs::new([&scan]).replacing("own.json");
         let err = inputs
             .check_file_output(&scan.join("summary.json"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("is a file of the input directory"), "{err}");
-        assert!(inputs.check_file_output(&scan.join(OWN_FILES[1])).is_ok());
+        assert!(inputs.check_file_output(&scan.join("own.json")).is_ok());
+        assert!(Inputs::new([&scan])
+            .check_file_output(&scan.join("own.json"))
+            .is_err());
         assert!(inputs.check_file_output(&scan.join("new.json")).is_ok());
         assert!(inputs.check_file_output(&dir.path().join("x")).is_ok());
         let model = dir.path().join("m.gguf");

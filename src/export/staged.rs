@@ -3,13 +3,15 @@
 //! output, or the new complete output — never a mixture, and never a half-written directory a report would
 //! read. A lock file beside the target refuses a second writer.
 //!
-//! For a target `DIR`: the lock is `DIR.lock` (holding the writer's process id), the staging directory
-//! `.DIR.partial-PID`. A target that is one of the command's inputs or holds one is refused. An existing
-//! non-empty `DIR` is refused unless `force`, and even then unless it is an output this command wrote (its
-//! completion [`Record`] is there): `force` replaces only ropescope's own outputs, whole, when the new output
-//! is complete. A lock whose process no longer runs (a killed writer) is stale: it is removed with what the
-//! writer left (its staging directory; the previous output it had moved aside, put back if the target is
-//! missing), and the new writer proceeds.
+//! For a target `DIR`: the lock is `DIR.lock` (holding the writer's process id, and locked by it with the
+//! operating system's file lock for as long as it runs), the staging directory `.DIR.partial-PID`. A target
+//! that is one of the command's inputs or holds one is refused. An existing non-empty `DIR` is refused unless
+//! `force`, and even then unless it is an output this command wrote (its completion [`Record`] is there):
+//! `force` replaces only ropescope's own outputs, whole, when the new output is complete. A lock file that no
+//! process holds locked is a killed writer's (the system releases a file lock when its process ends, however it
+//! ends, so neither a zombie nor a process id used again keeps it): it is cleared with what the writer left
+//! (its staging directory; the previous output it had moved aside, put back if the target is missing), and the
+//! new writer proceeds.
 
 use crate::error::{Error, Result};
 use crate::export::inputs::Inputs;
@@ -22,6 +24,8 @@ pub struct StagedDir {
     target: PathBuf,
     staging: PathBuf,
     lock: PathBuf,
+    /// The open lock file, locked while this writer runs.
+    _held: std::fs::File,
     committed: bool,
 }
 
@@ -125,12 +129,24 @@ fn sibling(target: &Path, prefix: &str, suffix: &str) -> PathBuf {
     target.with_file_name(format!("{prefix}{name}{suffix}"))
 }
 
-/// Whether process `pid` runs; `None` where this cannot be told (no `/proc`).
-fn process_runs(pid: u32) -> Option<bool> {
-    let proc_root = Path::new("/proc/self");
-    proc_root
-        .exists()
-        .then(|| Path::new("/proc").join(pid.to_string()).exists())
+/// Attempts at taking a lock whose file another writer removes meanwhile (each such removal ends a writer).
+const LOCK_ATTEMPTS: usize = 3;
+
+/// Whether the open `file` is still the file at `path` (not removed or replaced since it was opened).
+fn is_at(file: &std::fs::File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), path.symlink_metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
+    }
 }
 
 /// `target` made absolute, with a symbolic link to a directory resolved (the link is kept, its directory
@@ -214,7 +230,7 @@ impl StagedDir {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
         let lock = sibling(&target, "", ".lock");
-        Self::take_lock(&lock, &target)?;
+        let held = Self::take_lock(&lock, &target)?;
         let non_empty = std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_some());
         let refusal = match (non_empty, how.force) {
             (false, _) => None,
@@ -240,49 +256,57 @@ impl StagedDir {
             target,
             staging,
             lock,
+            _held: held,
             committed: false,
         })
     }
 
-    /// Creates `lock` holding this process's id; a stale lock (its process gone) is cleared first.
-    fn take_lock(lock: &Path, target: &Path) -> Result<()> {
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new()
+    /// Opens `lock`, locks it and writes this process's id into it. A lock file no process holds is a killed
+    /// writer's: what it left is cleared first. One that another process holds is refused, naming it.
+    fn take_lock(lock: &Path, target: &Path) -> Result<std::fs::File> {
+        use std::io::{Seek, Write};
+        for _ in 0..LOCK_ATTEMPTS {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
                 .write(true)
-                .create_new(true)
+                .create(true)
+                .truncate(false)
                 .open(lock)
-            {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    return write!(f, "{}", std::process::id()).map_err(|e| Error::io(lock, e));
+                .map_err(|e| Error::io(lock, e))?;
+            let mut holder = String::new();
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let _ = file.read_to_string(&mut holder);
+                    let process = holder
+                        .trim()
+                        .parse::<u32>()
+                        .map_or_else(|_| String::new(), |pid| format!(" (process {pid})"));
+                    return Err(Error::Resource(format!(
+                        "another ropescope{process} is writing {} (it holds {}); wait for it to end or stop it",
+                        target.display(),
+                        lock.display()
+                    )));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder = std::fs::read_to_string(lock)
-                        .ok()
-                        .and_then(|s| s.trim().parse::<u32>().ok());
-                    match holder.map(|pid| (pid, process_runs(pid))) {
-                        Some((pid, Some(false))) => {
-                            Self::clear_after(pid, target);
-                            let _ = std::fs::remove_file(lock);
-                        }
-                        Some((pid, _)) => {
-                            return Err(Error::Resource(format!(
-                                "another ropescope (process {pid}) is writing {}; if none is, remove {}",
-                                target.display(),
-                                lock.display()
-                            )))
-                        }
-                        None => {
-                            return Err(Error::Resource(format!(
-                                "{} is locked by {}; if no ropescope is writing it, remove the lock",
-                                target.display(),
-                                lock.display()
-                            )))
-                        }
-                    }
-                }
-                Err(e) => return Err(Error::io(lock, e)),
+                // A file system without file locks (some cluster file systems mounted without them): the
+                // lock file still names the writer, but a second writer is not detected there.
+                Err(std::fs::TryLockError::Error(e))
+                    if e.kind() == std::io::ErrorKind::Unsupported => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(lock, e)),
             }
+            // The writer that held it may have finished and removed the file since it was opened.
+            if !is_at(&file, lock) {
+                continue;
+            }
+            let _ = file.read_to_string(&mut holder);
+            if let Ok(pid) = holder.trim().parse::<u32>() {
+                Self::clear_after(pid, target);
+            }
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| write!(file, "{}", std::process::id()))
+                .map_err(|e| Error::io(lock, e))?;
+            return Ok(file);
         }
         Err(Error::Resource(format!(
             "cannot take the lock {}",

@@ -5,6 +5,10 @@ use super::value::{Array, Value};
 use crate::error::{Error, Result};
 use serde::Serialize;
 
+/// The largest count a hyper-parameter key may hold (context lengths, sizes, head counts, windows): llama.cpp
+/// reads each into 32 bits, and a value above it cannot describe a model that runs anywhere.
+pub const MAX_COUNT: u64 = u32::MAX as u64;
+
 /// RoPE base llama.cpp assumes when `{arch}.rope.freq_base` is absent.
 pub const DEFAULT_ROPE_BASE: f64 = 10_000.0;
 
@@ -82,7 +86,7 @@ impl RopeScalingKeys {
         Ok(Self {
             kind: file.get_str(&key("type"))?.map(str::to_string),
             factor: positive("factor")?,
-            original_context: file.get_usize(&key("original_context_length"))?,
+            original_context: file.get_count(&key("original_context_length"))?,
             attn_factor: positive("attn_factor")?,
             yarn_beta_fast: positive("yarn_beta_fast")?,
             yarn_beta_slow: positive("yarn_beta_slow")?,
@@ -98,13 +102,13 @@ impl Hparams {
         let architecture = file.architecture()?.to_string();
         let key = |k: &str| format!("{architecture}.{k}");
         let req = |k: &str| {
-            file.get_usize(&key(k))?
+            file.get_count(&key(k))?
                 .ok_or_else(|| Error::MissingKey(key(k)))
         };
         let n_layers = req("block_count")?;
         let n_embd = req("embedding_length")?;
         let n_heads = file
-            .get_head_count(&key("attention.head_count"))?
+            .get_head_count(&key("attention.head_count"), n_layers)?
             .ok_or_else(|| Error::MissingKey(key("attention.head_count")))?;
         if n_heads == 0 {
             return Err(Error::BadValue {
@@ -113,27 +117,29 @@ impl Hparams {
             });
         }
         let n_kv_heads = file
-            .get_head_count(&key("attention.head_count_kv"))?
+            .get_head_count(&key("attention.head_count_kv"), n_layers)?
             .unwrap_or(n_heads);
-        let head_dim = match file.get_usize(&key("attention.key_length"))? {
+        let head_dim = match file.get_count(&key("attention.key_length"))? {
             Some(d) => d,
             None if n_embd % n_heads == 0 => n_embd / n_heads,
             None => return Err(Error::MissingKey(key("attention.key_length"))),
         };
         let value_dim = file
-            .get_usize(&key("attention.value_length"))?
+            .get_count(&key("attention.value_length"))?
             .unwrap_or(head_dim);
         let rope_dim = file
-            .get_usize(&key("rope.dimension_count"))?
+            .get_count(&key("rope.dimension_count"))?
             .unwrap_or(head_dim);
+        // The key is read (and its type checked) even when the tokens give the size.
+        let vocab_key = file.get_count(&key("vocab_size"))?;
         let vocab_size = match file.get("tokenizer.ggml.tokens").and_then(Value::as_array) {
             Some(tokens) => Some(tokens.len()),
-            None => file.get_usize(&key("vocab_size"))?,
+            None => vocab_key,
         };
         Ok(Self {
             n_layers,
             n_embd,
-            n_ff: file.get_usize(&key("feed_forward_length"))?,
+            n_ff: file.get_count(&key("feed_forward_length"))?,
             n_heads,
             n_kv_heads,
             head_dim,
@@ -145,7 +151,7 @@ impl Hparams {
             rope_base_swa: file.get_positive_f64(&key("rope.freq_base_swa"))?,
             rope_scaling: RopeScalingKeys::read(file, &architecture)?,
             context_length: req("context_length")?,
-            sliding_window: file.get_usize(&key("attention.sliding_window"))?,
+            sliding_window: file.get_count(&key("attention.sliding_window"))?,
             sliding_window_pattern: file.get_bools(&key("attention.sliding_window_pattern"))?,
             rms_eps: file.get_f64(&key("attention.layer_norm_rms_epsilon"))?,
             norm_eps: file.get_f64(&key("attention.layer_norm_epsilon"))?,
@@ -179,6 +185,20 @@ impl GgufFile {
         }
     }
 
+    /// A count of the model's hyper-parameters: a non-negative integer of at most [`MAX_COUNT`]; `Ok(None)`
+    /// when the key is absent.
+    pub fn get_count(&self, key: &str) -> Result<Option<usize>> {
+        match self.get_usize(key)? {
+            Some(n) if n as u64 > MAX_COUNT => Err(Error::BadValue {
+                key: key.into(),
+                problem: format!(
+                    "{n} is above {MAX_COUNT} (must fit the 32 bits llama.cpp reads it into)"
+                ),
+            }),
+            n => Ok(n),
+        }
+    }
+
     /// A numeric metadata value as f64; `Ok(None)` when the key is absent.
     pub fn get_f64(&self, key: &str) -> Result<Option<f64>> {
         match self.get(key) {
@@ -190,12 +210,20 @@ impl GgufFile {
         }
     }
 
-    /// A finite, strictly positive numeric value as f64; `Ok(None)` when the key is absent.
+    /// A finite, strictly positive numeric value as f64, also finite and positive when rounded to f32 (the
+    /// precision GGUF stores these values in, and llama.cpp reads them in); `Ok(None)` when the key is absent.
     pub fn get_positive_f64(&self, key: &str) -> Result<Option<f64>> {
         match self.get_f64(key)? {
             Some(x) if !(x.is_finite() && x > 0.0) => Err(Error::BadValue {
                 key: key.into(),
                 problem: format!("{x} is not a finite positive number"),
+            }),
+            Some(x) if !((x as f32).is_finite() && x as f32 > 0.0) => Err(Error::BadValue {
+                key: key.into(),
+                problem: format!(
+                    "{x:e} is {} in f32 (must be finite and positive when rounded to f32)",
+                    x as f32
+                ),
             }),
             v => Ok(v),
         }
@@ -234,13 +262,24 @@ impl GgufFile {
         }
     }
 
-    /// A head count stored either as one integer or as a per-layer array whose entries are all equal.
-    fn get_head_count(&self, key: &str) -> Result<Option<usize>> {
+    /// A head count stored either as one integer or as a per-layer array, one entry per layer of `n_layers`
+    /// (as llama.cpp requires), whose entries are all equal.
+    fn get_head_count(&self, key: &str, n_layers: usize) -> Result<Option<usize>> {
         match self.get(key) {
+            Some(Value::Array(a)) if a.len() != n_layers => Err(Error::BadValue {
+                key: key.into(),
+                problem: format!(
+                    "{} entries for {n_layers} layers (must be one entry per layer)",
+                    a.len()
+                ),
+            }),
             Some(Value::Array(a)) => {
                 let v = a.to_i64s().unwrap_or_default();
                 match v.first() {
-                    Some(&first) if first >= 0 && v.iter().all(|&x| x == first) => {
+                    Some(&first)
+                        if (0..=MAX_COUNT as i64).contains(&first)
+                            && v.iter().all(|&x| x == first) =>
+                    {
                         Ok(Some(first as usize))
                     }
                     _ => Err(Error::BadValue {
@@ -251,7 +290,7 @@ impl GgufFile {
                     }),
                 }
             }
-            _ => self.get_usize(key),
+            _ => self.get_count(key),
         }
     }
 }

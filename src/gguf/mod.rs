@@ -15,7 +15,7 @@ pub use file::{
     DataExtent, GgufFile, TensorData, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH,
     MAX_DIMS,
 };
-pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE};
+pub use hparams::{Hparams, RopeScalingKeys, DEFAULT_ROPE_BASE, MAX_COUNT};
 pub use value::{type_id, Array, Value};
 pub use writer::{GgufWriter, TensorSpec};
 // `synth` writes headers of its own; the header encoder is no API.

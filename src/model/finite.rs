@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::numeric::Real;
+use crate::profile::{time, Step};
 
 /// Where in the model a checked tensor belongs: a layer, or a stage outside the layers.
 #[derive(Clone, Copy, Debug)]
@@ -40,7 +41,8 @@ pub(crate) fn ensure_finite<T: Real>(
     site: Site,
     stage: &str,
 ) -> Result<()> {
-    let Some(i) = values.iter().position(|v| !v.is_finite()) else {
+    let first = time(Step::Check, || values.iter().position(|v| !v.is_finite()));
+    let Some(i) = first else {
         return Ok(());
     };
     let v = values[i].to_f64_exact();

@@ -395,6 +395,16 @@ pub fn write_comparison(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Pat
             dirs.len()
         )));
     }
+    for (i, a) in dirs.iter().enumerate() {
+        let same = |b: &&PathBuf| a.canonicalize().is_ok_and(|c| b.canonicalize().is_ok_and(|d| c == d));
+        if let Some(b) = dirs[i + 1..].iter().find(same) {
+            return Err(Error::Argument(format!(
+                "{} and {} are the same scan directory; give each scan once",
+                a.display(),
+                b.display()
+            )));
+        }
+    }
     let staged = StagedDir::begin(
         out,
         &Staging {

@@ -28,7 +28,10 @@ pub const MINFERENCE_FILE: &str = "minference_pattern.json";
 /// `dir/minference_pattern.json`, checked before the scan is read); returns the path written.
 pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     let out = out.map_or_else(|| dir.join(MINFERENCE_FILE), Path::to_path_buf);
-    crate::export::check_output_file(&out, &crate::export::inputs::Inputs::new([dir]))?;
+    crate::export::check_output_file(
+        &out,
+        &crate::export::inputs::Inputs::new([dir]).replacing(MINFERENCE_FILE),
+    )?;
     let data = ScanData::open(dir)?;
     crate::export::write_json(&out, &patterns(&data)?)?;
     Ok(out)

@@ -22,7 +22,10 @@ pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
-    crate::export::check_output_file(&out, &crate::export::inputs::Inputs::new([dir]))?;
+    crate::export::check_output_file(
+        &out,
+        &crate::export::inputs::Inputs::new([dir]).replacing(NOTEBOOK_FILE),
+    )?;
     let data = ScanData::open(dir)?;
     let scan = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
     let parent = parent.canonicalize().map_err(|e| Error::io(&parent, e))?;

@@ -152,6 +152,38 @@ pub fn is_built(a: Analysis) -> bool {
     runners::<f32>().iter().any(|(b, _)| *b == a)
 }
 
+/// Fewest tokens each natural prompt needs for the multi-pass analysis `a` with its default parameters: the
+/// block swaps' kept positions, one token per block and the query after them (`posym`); a first token and
+/// its query (`detectors`); more than the ablation's own Δmax (`ablation`); one for any other analysis.
+pub fn min_prompt_length(a: Analysis) -> usize {
+    match a {
+        Analysis::Posym => {
+            let p = posym_scan::PosymParams::default();
+            p.keep_first + p.m + 1
+        }
+        Analysis::Detectors => 2,
+        Analysis::Ablation => ablation::AblationParams::default().delta_max.max(1) + 1,
+        _ => 1,
+    }
+}
+
+/// Refuses, before any pass, natural prompts of `lengths` (named by `sources`) of which one the multi-pass
+/// analyses read (the first [`MULTI_PASS_PROMPTS`]) is shorter than one of `analyses` needs
+/// ([`min_prompt_length`]), naming the analysis and its minimum.
+pub fn check_prompt_lengths(analyses: &[Analysis], prompts: &[(usize, &str)]) -> Result<()> {
+    for &(len, source) in prompts.iter().take(MULTI_PASS_PROMPTS) {
+        if let Some(&a) = analyses.iter().find(|&&a| len < min_prompt_length(a)) {
+            return Err(Error::Argument(format!(
+                "prompt '{source}' has {len} tokens; the {} analysis needs at least {}: give a longer \
+                 --length or prompt, or leave it out (--analyses)",
+                a.name(),
+                min_prompt_length(a)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The runner of `a`, when present.
 pub fn runner<T: Real>(a: Analysis) -> Option<External<T>> {
     runners::<T>()

@@ -5,7 +5,9 @@
 //! Each test runs the binary under [`crate::support::DEADLINE`] and kills it past that, so a hang fails the test
 //! instead of stalling the suite; each refusal is one line with its exit code and the value's allowed range.
 
-use crate::support::{arg, assert_refused, fifo, run, run_with, write_ids, write_model, Run};
+use crate::support::{
+    arg, assert_ok, assert_refused, fifo, run, run_with, write_ids, write_model, Run,
+};
 use ropescope::export::input_file::{MAX_IDS_BYTES, MAX_JSON_BYTES, MAX_NPY_BYTES, MAX_TEXT_BYTES};
 use ropescope::synthetic::SyntheticModel;
 use std::path::{Path, PathBuf};
@@ -354,5 +356,132 @@ fn reference_rows_layers_and_prompt_length_are_bounded() {
         5,
         &["a 500-token run needs about", "1.00 MiB are available"],
     );
+    assert!(!out.exists());
+}
+
+#[test]
+fn tolerances_of_unknown_kinds_or_out_of_range_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(dir.path());
+    let reference = dir.path().join("ref");
+    assert_ok(&run(&[
+        "reference",
+        arg(&m),
+        "--ids",
+        "1,2,3",
+        "--out",
+        arg(&reference),
+    ]));
+    for (tol, needle) in [
+        (
+            "logit=nmse:1",
+            "unknown kind 'logit' (known: attn, hidden, ids, k, k_pre, logits,",
+        ),
+        (
+            "logits=nmse:-1",
+            "-1 is out of range: a finite number, 0 or more",
+        ),
+        ("logits=nmse:NaN", "NaN is out of range"),
+        ("attn=max_abs:inf", "inf is out of range"),
+    ] {
+        let compare = ["compare", arg(&reference), arg(&reference), "--tol", tol];
+        assert_refused(&run(&compare), 2, &[tol, needle]);
+        let diverge = [
+            "diverge",
+            arg(&m),
+            "--ids",
+            "1,2,3",
+            "--against",
+            arg(&reference),
+            "--tol",
+            tol,
+        ];
+        assert_refused(&run(&diverge), 2, &[tol, needle]);
+    }
+}
+
+#[test]
+fn prompts_too_short_for_a_multi_pass_analysis_are_refused_before_any_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = crate::common::fixture("converted/llama/model.gguf");
+    let out = dir.path().join("out");
+    for (analyses, length, needle) in [
+        (
+            "slash,posym",
+            "9",
+            "has 9 tokens; the posym analysis needs at least 10",
+        ),
+        (
+            "slash,ablation",
+            "16",
+            "has 16 tokens; the ablation analysis needs at least 17",
+        ),
+        (
+            "detectors",
+            "1",
+            "has 1 tokens; the detectors analysis needs at least 2",
+        ),
+        (
+            "all",
+            "12",
+            "has 12 tokens; the ablation analysis needs at least 17",
+        ),
+    ] {
+        let r = run(&[
+            "scan",
+            arg(&m),
+            "--length",
+            length,
+            "--delta-max",
+            "0",
+            "--count",
+            "1",
+            "--analyses",
+            analyses,
+            "--quiet",
+            "--out",
+            arg(&out),
+        ]);
+        assert_refused(&r, 2, &[needle, "--analyses"]);
+        assert!(!out.exists());
+    }
+    for (analyses, length) in [("posym", "10"), ("ablation", "17"), ("detectors", "2")] {
+        let r = run(&[
+            "scan",
+            arg(&m),
+            "--length",
+            length,
+            "--delta-max",
+            "0",
+            "--count",
+            "1",
+            "--analyses",
+            analyses,
+            "--quiet",
+            "--out",
+            arg(&dir.path().join(analyses)),
+        ]);
+        assert_ok(&r);
+    }
+}
+
+#[test]
+fn an_empty_text_is_refused_as_a_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = crate::common::fixture("converted/llama/model.gguf");
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, b"").unwrap();
+    let out = dir.path().join("out");
+    let r = run(&["reference", arg(&m), "--text", "", "--out", arg(&out)]);
+    assert_refused(&r, 2, &["--text is empty"]);
+    let r = run(&[
+        "reference",
+        arg(&m),
+        "--file",
+        arg(&empty),
+        "--out",
+        arg(&out),
+    ]);
+    assert_refused(&r, 2, &["empty.txt holds no text"]);
     assert!(!out.exists());
 }

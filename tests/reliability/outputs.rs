@@ -508,3 +508,150 @@ fn outputs_are_checked_before_the_work() {
     assert_fails_fast(&["train", "sdh", "--out", f], "is an existing file");
     assert_fails_fast(&["train", "index", "--out", d], "exists and is not empty");
 }
+
+#[test]
+fn compare_scans_refuses_a_scan_given_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let scan = dir.path().join("scan");
+    copy_example_scan(&scan);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&scan, &link).unwrap();
+    let out = dir.path().join("out");
+    for twice in [arg(&scan), arg(&link)] {
+        let r = run(&["compare-scans", arg(&scan), twice, "--out", arg(&out)]);
+        assert_refused(&r, 2, &["are the same scan directory; give each scan once"]);
+    }
+    assert!(!out.exists());
+}
+
+/// Starts `ropescope args` in the background, with no output.
+fn spawn(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ropescope"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `dir` holds an entry whose name starts with `prefix` (the child's staging or temporary file).
+fn wait_for_entry(dir: &Path, prefix: &str) {
+    let start = Instant::now();
+    while !entries(dir).iter().any(|n| n.starts_with(prefix)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no {prefix}* in {dir:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The names in `dir`.
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The converted tiny llama (`fixtures/converted/llama`, with its tokenizer; context 256) copied to
+/// `dir/model.gguf`.
+fn tokenizing_model_in(dir: &Path) -> PathBuf {
+    let path = dir.join("model.gguf");
+    std::fs::copy(crate::common::fixture("converted/llama/model.gguf"), &path).unwrap();
+    path
+}
+
+/// A scan of `model` (with a tokenizer) long enough to be stopped midway: 2000 prompts of 256 tokens.
+fn long_scan<'a>(model: &'a Path, out: &'a Path) -> Vec<&'a str> {
+    let common = ["--length", "256", "--count", "2000", "--analyses", "slash"];
+    let mut args = vec!["scan", arg(model), "--quiet", "--out", arg(out)];
+    args.extend(common);
+    args
+}
+
+#[test]
+fn a_killed_writer_leaves_no_lock_that_blocks_the_next_even_unreaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tokenizing_model_in(dir.path());
+    let out = dir.path().join("out");
+    let mut child = spawn(&long_scan(&model, &out));
+    wait_for_entry(dir.path(), ".out.partial-");
+    // Killed and not yet waited for: a zombie whose process id still exists.
+    child.kill().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let ids = dir.path().join("ids.npy");
+    write_ids(&ids, 12);
+    write_shard(&model, &ids, &out);
+    child.wait().unwrap();
+    assert_eq!(entries(dir.path()).len(), 3, "{:?}", entries(dir.path()));
+    assert!(out.join("shard.json").exists());
+}
+
+#[test]
+fn an_interrupted_scan_removes_its_staging_and_lock_and_exits_130() {
+    for signal in ["-INT", "-TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = tokenizing_model_in(dir.path());
+        let out = dir.path().join("out");
+        let mut child = spawn(&long_scan(&model, &out));
+        wait_for_entry(dir.path(), ".out.partial-");
+        let sent = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{signal}: still running"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(130), "{signal}: {err}");
+        assert_eq!(err.trim(), "error: interrupted", "{signal}");
+        assert_eq!(entries(dir.path()), ["model.gguf"], "{signal}");
+    }
+}
+
+#[test]
+fn a_killed_single_file_writer_leaves_no_temporary_behind_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, _) = model_in(dir.path());
+    let out = dir.path().join("out.gguf");
+    let mut child = spawn(&[
+        "synth",
+        "--like",
+        "smollm2-135m",
+        "--quant",
+        "Q8_0",
+        "--quiet",
+        "--out",
+        arg(&out),
+    ]);
+    wait_for_entry(dir.path(), ".out.gguf.");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Another writer's temporary file, still open and locked, is left alone.
+    let busy = dir.path().join(".out.gguf.Busy01.tmp");
+    let held = std::fs::File::create(&busy).unwrap();
+    held.lock().unwrap();
+    assert_ok(&run(&[
+        "synth",
+        "--like",
+        arg(&model),
+        "--quiet",
+        "--out",
+        arg(&out),
+    ]));
+    let mut names = entries(dir.path());
+    names.sort();
+    assert_eq!(names, [".out.gguf.Busy01.tmp", "model.gguf", "out.gguf"]);
+}

@@ -334,6 +334,172 @@ fn head_count_disagreeing_with_rope_dimension_count_is_refused() {
     );
 }
 
+/// Only Phi-3 rotates part of the head: HF's Gemma and Qwen attention multiply the whole head by the cosines, so
+/// a `gemma` or `qwen2` file rotating 16 of 32 or 8 of 16 dimensions describes no model of its family (and ran,
+/// with finite outputs, before this was refused).
+#[test]
+fn partial_rotation_outside_phi3_is_refused() {
+    for (variant, arch, rotated, head_dim) in
+        [("gemma", "gemma", 16, 32), ("qwen2", "qwen2", 8, 16)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let key = format!("{arch}.rope.dimension_count");
+        let path = altered(variant, set(&key, Value::U32(rotated)), dir.path());
+        assert_breaks_rule(
+            &path,
+            &key,
+            &format!("{rotated} rotated dimensions for a head dimension of {head_dim}; {arch} rotates whole heads"),
+        );
+    }
+}
+
+/// A soft-cap `c` is applied as `tanh(x / c) · c` in the engine's precision: one of 1e300 (f64) is infinite in
+/// f32 and gives NaN there, one of 1e-320 is 0 in f32 and gives `0 / 0`. Both are refused by name, not left to
+/// the finiteness guard of the f32 pass.
+#[test]
+fn soft_caps_must_be_finite_and_positive_in_f32() {
+    for (key, value, needle) in [
+        (
+            "gemma2.attn_logit_softcapping",
+            1e300,
+            "1e300 is inf in f32",
+        ),
+        (
+            "gemma2.final_logit_softcapping",
+            1e-320,
+            "1e-320 is 0 in f32",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = altered("gemma2", set(key, Value::F64(value)), dir.path());
+        assert_breaks_rule(&path, key, needle);
+    }
+}
+
+/// `vocab_size` is read and its type checked even when `tokenizer.ggml.tokens` gives the size: a negative or
+/// textual value was silently ignored.
+#[test]
+fn vocab_size_of_another_type_is_refused() {
+    for value in [Value::I32(-1), Value::String("256".into())] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = altered("llama", set("llama.vocab_size", value), dir.path());
+        assert_reference_refuses(
+            &path,
+            &[
+                "metadata key 'llama.vocab_size'",
+                "expected a non-negative integer",
+            ],
+        );
+    }
+}
+
+/// A head count stored per layer has one entry per layer, as llama.cpp requires; the same value for every layer
+/// is accepted.
+#[test]
+fn per_layer_head_counts_must_have_one_entry_per_layer() {
+    let per_layer = |v: Vec<i32>| Value::Array(ropescope::gguf::Array::I32(v));
+    let dir = tempfile::tempdir().unwrap();
+    let path = altered(
+        "llama",
+        set("llama.attention.head_count_kv", per_layer(vec![2])),
+        dir.path(),
+    );
+    assert_reference_refuses(
+        &path,
+        &[
+            "metadata key 'llama.attention.head_count_kv'",
+            "1 entries for 2 layers (must be one entry per layer)",
+        ],
+    );
+    let path = altered(
+        "llama",
+        set("llama.attention.head_count_kv", per_layer(vec![2, 2])),
+        dir.path(),
+    );
+    let (r, _) = reference(&path, dir.path());
+    assert_ok(&r);
+}
+
+/// The feed-forward width is checked against the gate, up and down projections, a fused `ffn_up.weight`
+/// (Phi-3) holding twice it.
+#[test]
+fn feed_forward_length_disagreeing_with_the_tensors_is_refused() {
+    for (variant, key, n, needle) in [
+        (
+            "llama",
+            "llama.feed_forward_length",
+            96,
+            "feed_forward_length is 96, but tensor 'blk.0.ffn_gate.weight' has 128 rows",
+        ),
+        (
+            "phi3-partial",
+            "phi3.feed_forward_length",
+            256,
+            "2 × feed_forward_length is 512, but tensor 'blk.0.ffn_up.weight' has 256 rows",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = altered(variant, set(key, Value::U32(n)), dir.path());
+        assert_breaks_rule(&path, key, needle);
+    }
+}
+
+/// Every count is read into 32 bits by llama.cpp; a larger one is refused as it is read. On Phi-3's fused
+/// projections a width of 2^63 overflowed the sum of its parts (a panic), and an original context of 2^64 − 1
+/// overflowed `inspect`'s switch position.
+#[test]
+fn counts_above_32_bits_are_refused_as_read() {
+    for (variant, key, n) in [
+        ("llama", "llama.context_length", 1u64 << 32),
+        ("phi3-partial", "phi3.feed_forward_length", 1 << 63),
+        ("phi3-partial", "phi3.attention.key_length", 1 << 63),
+        (
+            "phi3-longrope",
+            "phi3.rope.scaling.original_context_length",
+            u64::MAX,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = altered(variant, set(key, Value::U64(n)), dir.path());
+        let needle = format!("{n} is above 4294967295");
+        assert_reference_refuses(&path, &[&format!("metadata key '{key}'"), &needle]);
+        let r = run(&["inspect", arg(&path), "--json"]);
+        assert_refused(&r, 3, &[&needle]);
+    }
+}
+
+/// LongRoPE's factor is the context over the original context; a file stating another one is refused rather
+/// than ignored, and the ratio itself is accepted.
+#[test]
+fn longrope_factor_other_than_the_context_ratio_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "phi3.rope.scaling.factor";
+    let path = altered("phi3-longrope", set(key, Value::F32(0.5)), dir.path());
+    assert_reference_refuses(
+        &path,
+        &[
+            &format!("metadata key '{key}'"),
+            "0.5 with LongRoPE, whose factor is context_length / original_context_length = 16",
+        ],
+    );
+    let path = altered("phi3-longrope", set(key, Value::F32(16.0)), dir.path());
+    let (r, _) = reference(&path, dir.path());
+    assert_ok(&r);
+}
+
+/// A RoPE scaling value is read as GGUF stores it, in f32: a YaRN magnitude of 1e300 (f64) wrote NaN heads in
+/// the f64 pass, stopped only by the finiteness guard; it is now refused by name.
+#[test]
+fn rope_values_must_be_finite_and_positive_in_f32() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "llama.rope.scaling.yarn_attn_factor";
+    let path = altered("llama-yarn", set(key, Value::F64(1e300)), dir.path());
+    assert_reference_refuses(
+        &path,
+        &[&format!("metadata key '{key}'"), "1e300 is inf in f32"],
+    );
+}
+
 /// A fused `attn_qkv.weight` (Phi-3) must have the rows the head counts give.
 #[test]
 fn head_count_disagreeing_with_the_fused_projection_is_refused() {
@@ -538,4 +704,37 @@ fn readme_table_lists_every_rule_and_real_tests() {
         }
     }
     assert!(cited >= RULES.len(), "{cited} tests cited");
+}
+
+/// A Gemma 2 file without its soft-capping keys computes as HF's `Gemma2Config` and llama.cpp do without them:
+/// with their defaults 50 and 30, the values the converted model states; its logits equal the converted
+/// model's bit for bit (which `tests/engine_converted.rs` holds to HF float64).
+#[test]
+fn gemma2_without_soft_capping_keys_takes_the_defaults_of_hf_and_llama_cpp() {
+    use ropescope::capture::NoCapture;
+    use ropescope::model::{ForwardOptions, Model};
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = altered(
+        "gemma2",
+        |w| {
+            w.metadata
+                .retain(|(k, _)| !k.ends_with("_logit_softcapping"))
+        },
+        dir.path(),
+    );
+    let logits = |path: &Path| {
+        let file = GgufFile::open(path).unwrap();
+        let model = Model::<f64>::load(&file).unwrap();
+        let c = &model.config;
+        assert_eq!((c.attn_softcap, c.final_softcap), (Some(50.0), Some(30.0)));
+        let opts = ForwardOptions {
+            logits_rows: 0..4,
+            rope_keep: None,
+        };
+        model
+            .forward(&[2, 5, 6, 7], &opts, &mut NoCapture)
+            .unwrap()
+            .logits
+    };
+    assert_eq!(logits(&stripped), logits(&converted("gemma2")));
 }

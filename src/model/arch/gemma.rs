@@ -33,6 +33,13 @@ pub const GEMMA3_GLOBAL_EVERY: usize = 6;
 pub const GEMMA3_LOCAL_ROPE_BASE: f64 = 10_000.0;
 /// Layer count of Gemma 2 27B, whose `query_pre_attn_scalar` is `n_embd / n_heads`.
 pub const GEMMA2_27B_LAYERS: usize = 46;
+
+/// Gemma 2's attention logit soft-cap where the file does not state one: the default of HF's `Gemma2Config`
+/// and of llama.cpp's loader, so a file without the key computes as both do.
+pub const GEMMA2_ATTN_SOFTCAP: f64 = 50.0;
+
+/// Gemma 2's final logit soft-cap where the file does not state one (HF's and llama.cpp's default).
+pub const GEMMA2_FINAL_SOFTCAP: f64 = 30.0;
 /// Layer count of Gemma 3 27B, whose `query_pre_attn_scalar` is `n_embd / n_heads`.
 pub const GEMMA3_27B_LAYERS: usize = 62;
 
@@ -80,13 +87,14 @@ pub fn config_gemma3(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     Ok(c)
 }
 
-/// Gemma 2: post-norms, attention and final logit soft-capping from the file; even layers (0, 2, ...) use the
+/// Gemma 2: post-norms, attention and final logit soft-capping from the file (HF's and llama.cpp's defaults
+/// where it states none); even layers (0, 2, ...) use the
 /// sliding window, odd layers are global.
 pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     let mut c = with_query_scalar(gemma_common(base), GEMMA2_27B_LAYERS);
     c.post_norms = true;
-    c.attn_softcap = h.attn_softcap;
-    c.final_softcap = h.final_softcap;
+    c.attn_softcap = Some(h.attn_softcap.unwrap_or(GEMMA2_ATTN_SOFTCAP));
+    c.final_softcap = Some(h.final_softcap.unwrap_or(GEMMA2_FINAL_SOFTCAP));
     let local = local_layers(h, |i| i % 2 == 0)?;
     for (layer, is_local) in c.layers.iter_mut().zip(local) {
         if !is_local {

@@ -114,6 +114,18 @@ pub fn scaling(file: &GgufFile, h: &Hparams) -> Result<Scaling> {
                 problem: format!("{original} is below 2"),
             });
         }
+        // LongRoPE's factor is the context over the original context (HF computes it so when the original is
+        // stated); a stated factor that is not that would be ignored, so it is refused.
+        let implied = h.context_length as f64 / original as f64;
+        if let Some(f) = k.factor.filter(|f| (f - implied).abs() > F32_AGREEMENT * implied) {
+            return Err(Error::BadValue {
+                key: key("factor"),
+                problem: format!(
+                    "{f} with LongRoPE, whose factor is context_length / original_context_length = {implied} \
+                     (must be that, or absent)"
+                ),
+            });
+        }
         let computed = longrope_attention_factor(h.context_length, original);
         let attention_factor = match k.attn_factor {
             Some(stored) if (stored - computed).abs() > F32_AGREEMENT * computed => stored,

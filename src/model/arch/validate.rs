@@ -22,9 +22,12 @@ pub struct Rule {
     check: fn(&Hparams, &GgufFile) -> Option<String>,
 }
 
-/// Architectures whose rotated dimensions must be the whole head, as llama.cpp requires of them (`invalid
-/// n_rot`); the others may rotate part of it (Phi-3's `partial_rotary_factor`).
-pub const WHOLE_HEAD_ROTATION: &[&str] = &["llama", "mistral"];
+/// Architectures that may rotate part of the head (Phi-3's `partial_rotary_factor`): the only family here whose
+/// HF attention splits each head into rotated and passed-through dimensions. Every other family rotates whole
+/// heads (llama.cpp requires it of `llama` as `invalid n_rot`; HF's Llama, Mistral, Qwen and Gemma attention
+/// multiplies the whole head by the cosines), so a file stating fewer rotated dimensions describes no model of
+/// that family.
+pub const PARTIAL_ROTATION: &[&str] = &["phi3"];
 
 /// Distinct block indices among the file's `blk.{i}.*` tensors.
 fn block_indices(file: &GgufFile) -> Vec<usize> {
@@ -42,16 +45,38 @@ fn positive(x: usize, what: &str) -> Option<String> {
     (x == 0).then(|| format!("{what} is 0"))
 }
 
+/// `v` as a message shows it: in scientific notation when plain digits would run long (1e300, 1e-30).
+fn real(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e16).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn positive_real(x: Option<f64>) -> Option<String> {
     x.filter(|v| !(v.is_finite() && *v > 0.0))
-        .map(|v| format!("{v} is not a finite positive number"))
+        .map(|v| format!("{} is not a finite positive number", real(v)))
+}
+
+/// [`positive_real`], and also finite and positive when rounded to f32, the precision GGUF stores it in and
+/// the f32 engine computes with: a soft-cap `c` of 1e300 is `inf` there and `tanh(x / c) · c` NaN, one of
+/// 1e-320 is 0 and `0 / 0` NaN.
+fn positive_f32(x: Option<f64>) -> Option<String> {
+    positive_real(x).or_else(|| {
+        x.filter(|v| {
+            let r = *v as f32;
+            !(r.is_finite() && r > 0.0)
+        })
+        .map(|v| format!("{} is {} in f32", real(v), v as f32))
+    })
 }
 
 /// `x` when it is not above 1, as a problem: a RoPE base of at most 1 gives frequencies that do not decrease from
 /// chunk 0, and divides by `ln base = 0` in YaRN's correction range.
 fn base_above_one(x: Option<f64>) -> Option<String> {
     x.filter(|b| *b <= 1.0)
-        .map(|b| format!("{b} is not above 1"))
+        .map(|b| format!("{} is not above 1", real(b)))
 }
 
 /// The first tensor among `blk.{i}.{part}` of every block whose size along ggml dimension `axis` (0: inputs,
@@ -159,8 +184,30 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         key: "feed_forward_length",
-        requires: "at least 1",
-        check: |h, _| h.n_ff.and_then(|n| positive(n, "the feed-forward width")),
+        requires: "at least 1, the rows of every block's `ffn_gate.weight` and `ffn_up.weight` (twice it for a \
+                   fused `ffn_up.weight` without `ffn_gate.weight`) and the columns of every `ffn_down.weight`",
+        check: |h, f| {
+            let n = h.n_ff?;
+            let in_blocks = |part, axis, want, from| {
+                block_size_mismatch(f, h.n_layers, part, axis, want, from)
+            };
+            // A block without `ffn_gate.weight` holds gate and up in one `ffn_up.weight` (Phi-3).
+            let up_rows = |i: usize| {
+                let name = format!("blk.{i}.ffn_up.weight");
+                let rows = f.tensor(&name).ok()?.dims.get(1).copied().unwrap_or(1);
+                let fused = f.tensor(&format!("blk.{i}.ffn_gate.weight")).is_err();
+                let want = if fused { n.checked_mul(2) } else { Some(n) };
+                (want.map(|w| w as u64) != Some(rows)).then(|| {
+                    let twice = if fused { "2 × " } else { "" };
+                    let want = want.map_or("more than this machine can count".into(), |w| w.to_string());
+                    format!("{twice}feed_forward_length is {want}, but tensor '{name}' has {rows} rows")
+                })
+            };
+            positive(n, "the feed-forward width")
+                .or_else(|| in_blocks("ffn_gate.weight", 1, Some(n), "feed_forward_length"))
+                .or_else(|| (0..h.n_layers).find_map(up_rows))
+                .or_else(|| in_blocks("ffn_down.weight", 0, Some(n), "feed_forward_length"))
+        },
     },
     Rule {
         key: "attention.head_count_kv",
@@ -193,9 +240,12 @@ pub const RULES: &[Rule] = &[
             let (n, kv) = (h.n_heads, h.n_kv_heads);
             let q = n.checked_mul(h.head_dim);
             let o = n.checked_mul(h.value_dim);
-            let fused = kv
-                .checked_mul(h.head_dim.checked_add(h.value_dim)?)
-                .and_then(|x| x.checked_add(q?));
+            // Written without `?`, which would end the check as passed when a sum overflows.
+            let fused = h
+                .head_dim
+                .checked_add(h.value_dim)
+                .and_then(|kv_dims| kv.checked_mul(kv_dims))
+                .and_then(|x| q.and_then(|q| x.checked_add(q)));
             let in_blocks = |part, axis, want, from| {
                 block_size_mismatch(f, h.n_layers, part, axis, want, from)
             };
@@ -233,13 +283,13 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         key: "rope.dimension_count",
-        requires: "even, at least 2 and at most the head dimension `attention.key_length`; equal to it for \
-                   `llama` and `mistral` (as llama.cpp requires)",
+        requires: "even, at least 2 and at most the head dimension `attention.key_length`; equal to it but for \
+                   `phi3` (only Phi-3 rotates part of the head)",
         check: |h, _| {
             let (r, d) = (h.rope_dim, h.head_dim);
             if r < 2 || !r.is_multiple_of(2) || r > d {
                 Some(format!("{r} rotated dimensions for a head dimension of {d}"))
-            } else if r != d && WHOLE_HEAD_ROTATION.contains(&h.architecture.as_str()) {
+            } else if r != d && !PARTIAL_ROTATION.contains(&h.architecture.as_str()) {
                 Some(format!(
                     "{r} rotated dimensions for a head dimension of {d}; {} rotates whole heads",
                     h.architecture
@@ -261,13 +311,13 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         key: "attn_logit_softcapping",
-        requires: "finite and positive",
-        check: |h, _| positive_real(h.attn_softcap),
+        requires: "finite and positive when rounded to f32 (GGUF stores it in f32)",
+        check: |h, _| positive_f32(h.attn_softcap),
     },
     Rule {
         key: "final_logit_softcapping",
-        requires: "finite and positive",
-        check: |h, _| positive_real(h.final_softcap),
+        requires: "finite and positive when rounded to f32 (GGUF stores it in f32)",
+        check: |h, _| positive_f32(h.final_softcap),
     },
     Rule {
         key: "attention.sliding_window",
