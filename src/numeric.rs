@@ -101,6 +101,34 @@ pub trait Real:
     );
 }
 
+/// The precision of a run, one of the two [`Real`] types by name: `--precision` on the command line, the
+/// `precision` argument of the Python package, the `precision` of a scan's metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// Single precision: fast.
+    F32,
+    /// Double precision: every operation in f64 (the golden reference).
+    F64,
+}
+
+impl Precision {
+    /// Both precisions, single first.
+    pub const ALL: [Precision; 2] = [Precision::F32, Precision::F64];
+
+    /// The name, [`Real::NAME`] of its type: `"f32"` or `"f64"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => f32::NAME,
+            Precision::F64 => f64::NAME,
+        }
+    }
+
+    /// The precision named `name` (exactly `"f32"` or `"f64"`), `None` for any other string.
+    pub fn from_name(name: &str) -> Option<Precision> {
+        Precision::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
 impl Real for f32 {
     const NAME: &'static str = "f32";
     fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
@@ -294,6 +322,17 @@ pub fn exp_nonpositive_f32(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn precisions_are_named_as_their_types() {
+        assert_eq!(Precision::F32.name(), f32::NAME);
+        assert_eq!(Precision::F64.name(), f64::NAME);
+        for p in Precision::ALL {
+            assert_eq!(Precision::from_name(p.name()), Some(p));
+        }
+        assert_eq!(Precision::from_name("F64"), None);
+        assert_eq!(Precision::from_name("f16"), None);
+    }
 
     #[test]
     fn f64_exp_is_within_two_ulp() {

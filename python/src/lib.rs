@@ -7,13 +7,13 @@ use numpy::{Element, PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use ropescope::export::compare::{apply_override, compare_report, default_tolerances};
-use ropescope::export::reference::{compute_reference, write_reference, ReferenceRequest};
 use ropescope::export::inputs::Inputs;
+use ropescope::export::reference::{compute_reference, write_reference, ReferenceRequest};
 use ropescope::export::staged::{Record, StagedDir, Staging};
 use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
 use ropescope::model::Model as Engine;
-use ropescope::numeric::Real;
+use ropescope::numeric::{Precision, Real};
 use ropescope::tokenizer::Tokenizer;
 use ropescope::{Error, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -67,8 +67,8 @@ fn engine_call<R: Send>(
         .map_err(|e| to_py(py, e))
 }
 
-/// The engine in either precision.
-enum Precision {
+/// The engine in either [`Precision`].
+enum AnyEngine {
     F64(Engine<f64>),
     F32(Engine<f32>),
 }
@@ -77,21 +77,21 @@ enum Precision {
 #[pyclass(frozen, module = "ropescope._native")]
 struct Model {
     file: GgufFile,
-    engine: Precision,
+    engine: AnyEngine,
     tokenizer: OnceLock<Tokenizer>,
 }
 
 /// Loads `path` in `precision` (`f64` or `f32`).
-fn load(path: &Path, precision: &str) -> Result<(GgufFile, Precision), Error> {
-    if precision != "f64" && precision != "f32" {
+fn load(path: &Path, precision: &str) -> Result<(GgufFile, AnyEngine), Error> {
+    let Some(precision) = Precision::from_name(precision) else {
         return Err(Error::Argument(format!(
             "precision '{precision}' is not one of f64, f32"
         )));
-    }
+    };
     let file = GgufFile::open(path)?;
     let engine = match precision {
-        "f64" => Precision::F64(Engine::load(&file)?),
-        _ => Precision::F32(Engine::load(&file)?),
+        Precision::F64 => AnyEngine::F64(Engine::load(&file)?),
+        Precision::F32 => AnyEngine::F32(Engine::load(&file)?),
     };
     Ok((file, engine))
 }
@@ -131,8 +131,8 @@ impl Model {
     /// The resolved configuration as JSON text.
     fn config_json(&self, py: Python<'_>) -> PyResult<String> {
         let config = match &self.engine {
-            Precision::F64(m) => &m.config,
-            Precision::F32(m) => &m.config,
+            AnyEngine::F64(m) => &m.config,
+            AnyEngine::F32(m) => &m.config,
         };
         serde_json::to_string(config).map_err(|e| to_py(py, Error::Internal(e.to_string())))
     }
@@ -167,8 +167,8 @@ impl Model {
             command: Vec::new(),
         };
         match &self.engine {
-            Precision::F64(m) => forward_in(py, m, &ids, &req, &kinds),
-            Precision::F32(m) => forward_in(py, m, &ids, &req, &kinds),
+            AnyEngine::F64(m) => forward_in(py, m, &ids, &req, &kinds),
+            AnyEngine::F32(m) => forward_in(py, m, &ids, &req, &kinds),
         }
     }
 }
@@ -197,8 +197,8 @@ fn reference(
         )?;
         let (_file, engine) = load(&model, precision)?;
         let n_layers = match &engine {
-            Precision::F64(m) => m.config.n_layers,
-            Precision::F32(m) => m.config.n_layers,
+            AnyEngine::F64(m) => m.config.n_layers,
+            AnyEngine::F32(m) => m.config.n_layers,
         };
         let req = ReferenceRequest {
             layers: layers.unwrap_or_else(|| (0..n_layers).collect()),
@@ -206,8 +206,8 @@ fn reference(
             command: Vec::new(),
         };
         match &engine {
-            Precision::F64(m) => write_reference(m, &model, &ids, &req, staged.path())?,
-            Precision::F32(m) => write_reference(m, &model, &ids, &req, staged.path())?,
+            AnyEngine::F64(m) => write_reference(m, &model, &ids, &req, staged.path())?,
+            AnyEngine::F32(m) => write_reference(m, &model, &ids, &req, staged.path())?,
         }
         staged.commit().map(|_| ())
     };

@@ -317,6 +317,10 @@ impl Accumulator {
 
 /// Pearson correlation `cov(x, y) / (σ_x σ_y)` of the pairs; `None` with fewer than two pairs or when either
 /// coordinate is constant.
+///
+/// `scan::summary::pearson` is the same statistic rounded differently (its means divide the sum by `n`); each
+/// defines the bits of a written file (this one `posym.json`'s `pos_sym_correlation`), so the two stay until a
+/// format change.
 pub fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
     if pairs.len() < 2 {
         return None;

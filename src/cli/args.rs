@@ -3,16 +3,23 @@
 use super::OrArgument;
 use crate::export::input_file::{read_capped, read_stream_capped, MAX_IDS_BYTES, MAX_TEXT_BYTES};
 use crate::export::npy::Array;
+use crate::numeric::Precision;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-/// Arithmetic precision of a run.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precision {
-    /// Single precision: fast.
-    F32,
-    /// Double precision: every operation in f64 (the golden reference).
-    F64,
+/// `--precision f32|f64`: the values are [`Precision::name`], each with its line of `--help`.
+impl clap::ValueEnum for Precision {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Precision::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Precision::F32 => "Single precision: fast",
+            Precision::F64 => "Double precision: every operation in f64 (the golden reference)",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
 }
 
 /// A text given on the command line (`--text`) or read from a file (`--file`); at most one of the two.

@@ -1,12 +1,11 @@
 //! `ropescope bench-forward`: wall-clock time of model load and of the forward pass, as JSON, for the peer
 //! comparison in `benches/peers/compare.py`.
 
-use super::args::Precision;
 use super::reference::read_ids;
 use crate::capture::{CollectSink, NoCapture};
 use crate::gguf::GgufFile;
 use crate::model::{ForwardOptions, Model};
-use crate::numeric::Real;
+use crate::numeric::{Precision, Real};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -7,7 +7,7 @@ use crate::export::reference::sha256_file;
 use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::Model;
-use crate::numeric::Real;
+use crate::numeric::{Precision, Real};
 use crate::scan::shard::{self, ShardDir};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -62,12 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .into());
     }
     let file = GgufFile::open(&model_path)?;
-    match meta.precision.as_str() {
-        "f32" => merge_in::<f32>(&args, &file, &shards, start, staged),
-        "f64" => merge_in::<f64>(&args, &file, &shards, start, staged),
-        other => Err(crate::Error::BadData(format!(
-            "{}: unknown precision '{other}' (expected f32 or f64)",
-            shards[0].dir.display()
+    match Precision::from_name(&meta.precision) {
+        Some(Precision::F32) => merge_in::<f32>(&args, &file, &shards, start, staged),
+        Some(Precision::F64) => merge_in::<f64>(&args, &file, &shards, start, staged),
+        None => Err(crate::Error::BadData(format!(
+            "{}: unknown precision '{}' (expected f32 or f64)",
+            shards[0].dir.display(),
+            meta.precision
         ))
         .into()),
     }

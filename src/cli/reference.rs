@@ -1,6 +1,6 @@
 //! `ropescope reference`: the golden reference of a forward pass, as `.npy` files.
 
-use super::args::{parse_layers, parse_rows, read_id_file, Precision, TextSource};
+use super::args::{parse_layers, parse_rows, read_id_file, TextSource};
 use super::OrArgument;
 use crate::export::inputs::Inputs;
 use crate::export::npy::NpyElement;
@@ -8,7 +8,7 @@ use crate::export::reference::{write_reference, ReferenceRequest};
 use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::Model;
-use crate::numeric::Real;
+use crate::numeric::{Precision, Real};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `ropescope reference`.

@@ -1,13 +1,13 @@
 //! `ropescope scan`: the streaming analyses of a model on natural and random prompts, labels per head, and an
 //! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
 
-use super::args::{read_id_file, read_text_file, Precision};
+use super::args::{read_id_file, read_text_file};
 use crate::export::inputs::Inputs;
 use crate::export::reference::sha256_file;
 use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
 use crate::model::Model;
-use crate::numeric::Real;
+use crate::numeric::{Precision, Real};
 use crate::scan::format::{
     files, Meta, ModelMeta, Parameters, PromptSetMeta, Prompts, StepTime, FORMAT_VERSION,
 };

@@ -103,6 +103,11 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 /// exponentials are computed in `T` (each within 2 ulp, by [`Real::exp_nonpositive`], a loop the compiler
 /// vectorizes), their sum and the divisions in f64.
 ///
+/// This is the engine's one softmax, apart from the crate's softmax of definitions on f64 slices
+/// (`analysis::softmax::softmax_in_place`, libm's `exp`, a left-to-right sum) that the analyses, theory checks
+/// and training call: the same mathematics rounded differently (to 4 ulp in f64,
+/// `tests::softmax_matches_the_definition_in_f64`), and the bits the f64 engine's outputs are held to.
+///
 /// Compiled for AVX2 and for NEON besides the baseline, the widest the CPU has chosen at run time. The code
 /// has no fused multiply-add to contract, so every version gives the same bits
 /// (`tests::softmax_is_the_same_on_every_instruction_set`).

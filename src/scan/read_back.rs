@@ -11,6 +11,7 @@ use super::format::{files, Meta, PromptSetMeta, Prompts, Summary, FORMAT_VERSION
 use super::params::Analysis;
 use crate::error::{Error, Result};
 use crate::export::npy::Dtype;
+use crate::numeric::Precision;
 use std::path::Path;
 
 /// Most layers a scan directory may describe: the deepest published decoders have 126 (Llama 3.1 405B) to a
@@ -126,7 +127,7 @@ pub fn check_meta(meta: &Meta, file: &Path) -> Result<()> {
             &format!("1..={MAX_TOKENS} or null"),
         ));
     }
-    if !matches!(meta.precision.as_str(), "f32" | "f64") {
+    if Precision::from_name(&meta.precision).is_none() {
         return Err(outside(
             file,
             "precision",

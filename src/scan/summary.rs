@@ -271,6 +271,10 @@ fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
 }
 
 /// Pearson correlation of two equally long samples; 0 when either is constant.
+///
+/// `analysis::posym_scan::pearson` is the same statistic rounded differently (its means sum `x/n`, these divide
+/// the sum by `n`); each defines the bits of a written file (this one `summary.json`'s `pearson_all` and
+/// `pearson_best`, that one `posym.json`'s `pos_sym_correlation`), so the two stay until a format change.
 pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
     let n = x.len() as f64;
     let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);

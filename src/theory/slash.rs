@@ -7,6 +7,7 @@
 
 use super::head::Rotation;
 use super::positional::relative_logit;
+use crate::analysis::softmax::softmax;
 
 /// Per-row bounds `η_i ≥ max_{j ≤ i} |a_σ[i,j] − a_0[i,j]|` for queries `q + σ n_i` and keys `k + σ m_j` against the
 /// noiseless `q`, `k`: by Cauchy–Schwarz (RoPE preserves norms)
@@ -90,13 +91,7 @@ pub fn rank_one_slash_score(
     let logits: Vec<f64> = (0..n)
         .map(|d| budget * relative_logit(rotation, direction, d as i64 - delta as i64))
         .collect();
-    let total: f64 = (delta..n)
-        .map(|i| {
-            let row = &logits[..=i];
-            let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            (row[delta] - top).exp() / row.iter().map(|a| (a - top).exp()).sum::<f64>()
-        })
-        .sum();
+    let total: f64 = (delta..n).map(|i| softmax(&logits[..=i])[delta]).sum();
     Some(total / (n - delta) as f64)
 }
 

@@ -1,17 +1,7 @@
-//! Softmax and its vector-Jacobian product, shared by the attention rows and the output layers.
+//! Softmax's vector-Jacobian product and the cross-entropy loss, shared by the attention rows and the output
+//! layers; the softmax itself is the analyses' ([`softmax_in_place`]).
 
-/// Replaces `a` by `softmax(a)`, computed stably (shifted by the maximum).
-pub fn softmax_in_place(a: &mut [f64]) {
-    let max = a.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let mut sum = 0.0;
-    for x in a.iter_mut() {
-        *x = (*x - max).exp();
-        sum += *x;
-    }
-    for x in a.iter_mut() {
-        *x /= sum;
-    }
-}
+use crate::analysis::softmax::softmax_in_place;
 
 /// Given `s = softmax(a)` and `ds = ∂L/∂s`, returns `∂L/∂a = s ⊙ (ds − ⟨s, ds⟩)`.
 pub fn softmax_backward(s: &[f64], ds: &[f64]) -> Vec<f64> {
@@ -42,19 +32,6 @@ pub fn argmax(z: &[f64]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn softmax_is_normalised_and_shift_invariant() {
-        // softmax(0, ln 2, ln 5) = (1, 2, 5) / 8, also far from zero, where an unshifted exp overflows (there
-        // `1000 + ln 2` is rounded to 1.1e-13).
-        for shift in [0.0, 1000.0] {
-            let mut a = [shift, shift + 2f64.ln(), shift + 5f64.ln()];
-            softmax_in_place(&mut a);
-            for (p, want) in a.iter().zip([0.125, 0.25, 0.625]) {
-                assert!((p - want).abs() < 1e-12, "{p} against {want}");
-            }
-        }
-    }
 
     #[test]
     fn softmax_backward_is_the_jacobian_transpose() {

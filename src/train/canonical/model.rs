@@ -4,7 +4,8 @@
 use super::tasks::{Example, Token};
 use crate::train::optim::{mean_over_examples, Objective};
 use crate::train::rotary::GatedRope;
-use crate::train::softmax::{cross_entropy, softmax_backward, softmax_in_place};
+use crate::analysis::softmax::softmax_in_place;
+use crate::train::softmax::{cross_entropy, softmax_backward};
 
 /// Shapes of the head. With `x_j` the 0/1 feature vector of token `j` and the query at position `L`:
 /// `q = W_Q x_L`, `k_j = W_K x_j`, `a_j = ⟨G R_L q, G R_j k_j⟩` for `j < L`, `S = softmax(a)`,

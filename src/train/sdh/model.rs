@@ -4,7 +4,8 @@
 use crate::train::metrics::CausalAttention;
 use crate::train::optim::{mean_over_examples, Objective};
 use crate::train::rotary::GatedRope;
-use crate::train::softmax::{cross_entropy, softmax_backward, softmax_in_place};
+use crate::analysis::softmax::softmax_in_place;
+use crate::train::softmax::{cross_entropy, softmax_backward};
 
 /// The head: `q_t = W_Q e_{x_t}`, `k_t = W_K e_{x_t}`, logits `a[i,j] = ⟨G R_i q_i, G R_j k_j⟩` for `j <= i`,
 /// `S = softmax`, output `o_i = Σ_j S[i,j] e_{x_j}`, class logits `z_v = γ ⟨e_v, o_i⟩`. Parameters are the flat
