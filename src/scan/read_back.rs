@@ -21,9 +21,8 @@ pub const MAX_LAYERS: usize = 1024;
 pub const MAX_HEADS: usize = 1024;
 /// Largest query, key or value head dimension: published heads have 64 to 256 dimensions.
 pub const MAX_HEAD_DIM: usize = 4096;
-/// Most prompts in a prompt set: a scan runs one forward pass per prompt, so 65,536 prompts are hours even on
-/// the smallest model.
-pub const MAX_PROMPTS: usize = 1 << 16;
+/// Most prompts in a prompt set: as many as a scan may run ([`crate::scan::memory::MAX_PROMPT_COUNT`]).
+pub const MAX_PROMPTS: usize = crate::scan::memory::MAX_PROMPT_COUNT;
 /// Longest prompt, trained context or map side, in tokens: 16 Mi, above the longest trained contexts (10 Mi).
 pub const MAX_TOKENS: usize = 1 << 24;
 /// Most bytes of one array read back: the attention maps of a 405B model (126 layers × 128 heads × 256² f32)

@@ -405,6 +405,23 @@ fn prompts_too_short_for_a_multi_pass_analysis_are_refused_before_any_pass() {
     let dir = tempfile::tempdir().unwrap();
     let m = crate::common::fixture("converted/llama/model.gguf");
     let out = dir.path().join("out");
+    let scan = |analyses: &str, length: &str, out: &Path| {
+        run(&[
+            "scan",
+            arg(&m),
+            "--length",
+            length,
+            "--delta-max",
+            "0",
+            "--count",
+            "1",
+            "--analyses",
+            analyses,
+            "--quiet",
+            "--out",
+            arg(out),
+        ])
+    };
     for (analyses, length, needle) in [
         (
             "slash,posym",
@@ -427,41 +444,11 @@ fn prompts_too_short_for_a_multi_pass_analysis_are_refused_before_any_pass() {
             "has 12 tokens; the ablation analysis needs at least 17",
         ),
     ] {
-        let r = run(&[
-            "scan",
-            arg(&m),
-            "--length",
-            length,
-            "--delta-max",
-            "0",
-            "--count",
-            "1",
-            "--analyses",
-            analyses,
-            "--quiet",
-            "--out",
-            arg(&out),
-        ]);
-        assert_refused(&r, 2, &[needle, "--analyses"]);
+        assert_refused(&scan(analyses, length, &out), 2, &[needle, "--analyses"]);
         assert!(!out.exists());
     }
     for (analyses, length) in [("posym", "10"), ("ablation", "17"), ("detectors", "2")] {
-        let r = run(&[
-            "scan",
-            arg(&m),
-            "--length",
-            length,
-            "--delta-max",
-            "0",
-            "--count",
-            "1",
-            "--analyses",
-            analyses,
-            "--quiet",
-            "--out",
-            arg(&dir.path().join(analyses)),
-        ]);
-        assert_ok(&r);
+        assert_ok(&scan(analyses, length, &dir.path().join(analyses)));
     }
 }
 
