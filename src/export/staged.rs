@@ -14,6 +14,7 @@
 //! new writer proceeds.
 
 use crate::error::{Error, Result};
+use crate::export::input_file::read_capped;
 use crate::export::inputs::Inputs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -94,12 +95,9 @@ impl Record {
         if !path.symlink_metadata().is_ok_and(|m| m.is_file()) {
             return false;
         }
-        let mut text = Vec::new();
-        let read = std::fs::File::open(&path)
-            .and_then(|f| f.take(MAX_RECORD_BYTES + 1).read_to_end(&mut text));
-        if read.is_err() || text.len() as u64 > MAX_RECORD_BYTES {
+        let Ok(text) = read_capped(&path, MAX_RECORD_BYTES, "a completion record") else {
             return false;
-        }
+        };
         serde_json::from_slice::<serde_json::Value>(&text).is_ok_and(|v| {
             self.keys.iter().all(|k| {
                 v.get(k)
