@@ -21,8 +21,8 @@
 //! - [`rope`]: [`rope::RopeSpec`], the per-chunk frequencies and the context-extension scalings;
 //! - [`tokenizer`]: [`tokenizer::Tokenizer`], built from a file's own vocabulary;
 //! - [`analysis`]: the analyses' pure functions and streaming captures;
-//! - [`export`]: the golden reference's writer and reader ([`export::reference`], [`export::npy`]) and
-//!   [`export::compare`];
+//! - [`export`]: the golden reference's writer and reader ([`reference::write`], [`io::npy`]) and
+//!   [`reference::compare`];
 //! - [`synthetic`]: tiny seeded models of every architecture, in memory (the examples below run on them);
 //! - [`numeric`] ([`numeric::Real`], the float of `Model<f64>` and `Model<f32>`), [`error`], [`interrupt`]
 //!   (stopping a pass from outside) and [`cli::run_args`], the command line as a function.
@@ -56,14 +56,14 @@
 //! # Ok::<(), ropescope::Error>(())
 //! ```
 //!
-//! The same steps on a small model built in memory ([`synthetic::SyntheticModel`]: seeded random weights in a
+//! The same steps on a small model built in memory ([`synth::SyntheticModel`]: seeded random weights in a
 //! real architecture's GGUF layout, with no tokenizer, so the ids are written out):
 //!
 //! ```
 //! use ropescope::capture::CollectSink;
 //! use ropescope::gguf::GgufFile;
 //! use ropescope::model::{ForwardOptions, Model};
-//! use ropescope::synthetic::SyntheticModel;
+//! use ropescope::synth::SyntheticModel;
 //!
 //! // Two layers, 4 query heads sharing 2 key/value heads, head dimension 8, a vocabulary of 64.
 //! let file = GgufFile::from_bytes(SyntheticModel::new("llama").to_bytes())?;
@@ -103,7 +103,7 @@
 //! use ropescope::gguf::GgufFile;
 //! use ropescope::model::{ForwardOptions, Model};
 //! use ropescope::numeric::Real;
-//! use ropescope::synthetic::SyntheticModel;
+//! use ropescope::synth::SyntheticModel;
 //!
 //! /// `1/(T−1) · Σ_{i≥1} S[i, i−1]` of every head, as one running sum per head.
 //! struct PreviousToken {
@@ -165,18 +165,18 @@
 //!
 //! # Compare two reference directories
 //!
-//! [`export::reference::write_reference`] writes what a forward pass computes for chosen layers and rows as
+//! [`reference::write::write_reference`] writes what a forward pass computes for chosen layers and rows as
 //! `.npy` files (the layout of `fixtures/reference/README.md`, which any engine can write);
-//! [`export::compare::compare_report`] compares a directory under test with a reference, array by array,
+//! [`reference::compare::compare_report`] compares a directory under test with a reference, array by array,
 //! against per-quantity tolerances. Here the f32 engine passes against the f64 reference, and a model whose RoPE
 //! base is wrong fails from layer 0's post-RoPE queries on, while its pre-RoPE ones still agree.
 //!
 //! ```
-//! use ropescope::export::compare::{compare_report, default_tolerances};
-//! use ropescope::export::reference::{write_reference, ReferenceRequest};
+//! use ropescope::reference::compare::{compare_report, default_tolerances};
+//! use ropescope::reference::write::{write_reference, ReferenceRequest};
 //! use ropescope::gguf::GgufFile;
 //! use ropescope::model::Model;
-//! use ropescope::synthetic::SyntheticModel;
+//! use ropescope::synth::SyntheticModel;
 //! use std::error::Error;
 //!
 //! let dir = tempfile::tempdir()?;
@@ -228,22 +228,23 @@ pub mod analysis;
 pub mod capture;
 pub mod cli;
 pub mod error;
-pub mod export;
 pub mod gguf;
 pub mod interrupt;
+pub mod io;
 pub mod model;
 pub mod numeric;
+pub mod reference;
 pub mod rope;
-pub mod synthetic;
+pub mod synth;
 pub mod tokenizer;
 
 internal_mod! {
+    export;
     linalg;
     profile;
     quant;
     report;
     scan;
-    synth;
     train;
 }
 

@@ -12,7 +12,7 @@ use ropescope::analysis::detectors::{self, DetectorParams, Pattern, PATTERNS};
 use ropescope::capture::CollectSink;
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 
 const BUILT_TOL: f64 = 1e-3;
 const STREAM_TOL: f64 = 1e-12;

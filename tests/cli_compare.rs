@@ -22,7 +22,7 @@ fn write_refs(dir: &Path, n: usize, shift: f64) {
         if i == 0 {
             v[3] += shift;
         }
-        ropescope::export::npy::write(&dir.join(format!("attn_L{i}.npy")), &[2, 2], &v).unwrap();
+        ropescope::io::npy::write(&dir.join(format!("attn_L{i}.npy")), &[2, 2], &v).unwrap();
     }
 }
 

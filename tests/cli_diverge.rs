@@ -7,7 +7,7 @@
 
 mod common;
 
-use ropescope::export::npy::{self, Array};
+use ropescope::io::npy::{self, Array};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -4,7 +4,7 @@
 mod common;
 
 use ropescope::gguf::GgufFile;
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use std::process::Command;
 
 fn inspect_json(model: &str) -> serde_json::Value {

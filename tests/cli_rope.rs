@@ -4,7 +4,7 @@
 
 mod common;
 
-use ropescope::export::npy::Array;
+use ropescope::io::npy::Array;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -11,8 +11,8 @@ mod fidelity_support;
 use fidelity_support::{
     check_case_with, Case, F32Bars, F32_BARS, F64_ATTN_MAX_ABS, F64_LOGITS_REL_MAX_ABS,
 };
-use ropescope::export::npy::Array;
 use ropescope::gguf::GgufFile;
+use ropescope::io::npy::Array;
 use ropescope::model::Model;
 use std::path::PathBuf;
 
@@ -143,11 +143,11 @@ fn mistral_matches_before_the_window_the_converter_drops() {
     let case = Case::read(&case_dir);
     let model = Model::<f64>::load(&file).unwrap();
     let out = tempfile::tempdir().unwrap();
-    ropescope::export::reference::write_reference(
+    ropescope::reference::write::write_reference(
         &model,
         &path,
         &case.ids,
-        &ropescope::export::reference::ReferenceRequest {
+        &ropescope::reference::write::ReferenceRequest {
             layers: case.layers.clone(),
             rows: case.rows.clone(),
             command: Vec::new(),

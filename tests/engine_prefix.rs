@@ -12,7 +12,7 @@ use ropescope::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, HeadVec
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
 use ropescope::numeric::Real;
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use std::collections::BTreeMap;
 
 /// Positions of the prompts.

@@ -11,7 +11,7 @@ use ropescope::capture::{
 };
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 
 const F64_LOGITS_REL: f64 = 1e-12;
 const F64_PROBS_ABS: f64 = 1e-13;

@@ -311,7 +311,7 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
             String::from_utf8_lossy(&r.stderr)
         );
         assert!(out.join("summary.json").is_file() && out.join("report.html").is_file());
-        let freqs = ropescope::export::npy::Array::read(&out.join("chunk_frequency.npy")).unwrap();
+        let freqs = ropescope::io::npy::Array::read(&out.join("chunk_frequency.npy")).unwrap();
         let n_chunks = freqs.shape[1];
         let layer = |l: usize| freqs.to_f64()[l * n_chunks..(l + 1) * n_chunks].to_vec();
         match v.as_str() {
@@ -496,7 +496,7 @@ fn reference_refuses_a_capture_larger_than_memory() {
     let dir = tempfile::tempdir().unwrap();
     let ids: Vec<i64> = (0..4096).map(|i| 100 + (i * 37) % 40000).collect();
     let ids_path = dir.path().join("ids.npy");
-    ropescope::export::npy::write(&ids_path, &[ids.len()], &ids).unwrap();
+    ropescope::io::npy::write(&ids_path, &[ids.len()], &ids).unwrap();
     let out = dir.path().join("o");
     let r = run(&[
         "reference",

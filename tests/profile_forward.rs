@@ -7,7 +7,7 @@ use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
 use ropescope::profile::{Profile, Step};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use std::time::Instant;
 
 #[test]

@@ -4,10 +4,10 @@
 //! on the page; the page names both models and has every section; an incomplete scan directory and a single
 //! directory are refused with a clear message and leave no output behind.
 
-use ropescope::export::npy;
-use ropescope::report::compare::{Comparison, SECTIONS};
+use ropescope::io::npy;
+use ropescope::report::compare_scans::{Comparison, SECTIONS};
 use ropescope::scan::format::{Bands, Summary};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -5,7 +5,7 @@
 mod report_support;
 
 use report_support::{example, DMAX, H, L};
-use ropescope::export::npy::Array;
+use ropescope::io::npy::Array;
 use std::path::Path;
 
 /// The values `export-duoattention` writes into `out`, parsed as numpy's `loadtxt(..., delimiter="\t")` would.
@@ -106,7 +106,7 @@ fn values_need_the_slash_analysis() {
     let mut s: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     s["heads"][0]["slash"] = serde_json::Value::Null;
     std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
-    let err = ropescope::report::duoattention::write(dir.path(), None, false)
+    let err = ropescope::export::duoattention::write(dir.path(), None, false)
         .unwrap_err()
         .to_string();
     assert!(err.contains("slash"), "{err}");

@@ -185,9 +185,8 @@ fn odd_files_are_errors_naming_the_file() {
     assert!(err.contains("slash_natural.npy"), "{err}");
 
     let dir = example();
-    ropescope::export::npy::write(&dir.path().join("sink_natural.npy"), &[2], &[0.0f64, 1.0])
-        .unwrap();
-    ropescope::export::npy::write(
+    ropescope::io::npy::write(&dir.path().join("sink_natural.npy"), &[2], &[0.0f64, 1.0]).unwrap();
+    ropescope::io::npy::write(
         &dir.path().join("chunk_norms_q_natural.npy"),
         &[5, 3, 4],
         &[0.0f64; 60],

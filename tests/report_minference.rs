@@ -3,7 +3,7 @@
 mod report_support;
 
 use report_support::{example, H, L};
-use ropescope::report::minference::{self, GENERAL_BUDGET, SINK_BUDGET, SLASH_BUDGET};
+use ropescope::export::minference::{self, GENERAL_BUDGET, SINK_BUDGET, SLASH_BUDGET};
 
 #[test]
 fn patterns_have_minference_shape_and_budgets() {

@@ -3,7 +3,7 @@
 mod report_support;
 
 use report_support::example;
-use ropescope::report::notebook;
+use ropescope::export::notebook;
 use serde_json::Value;
 use std::path::Path;
 

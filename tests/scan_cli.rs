@@ -3,9 +3,9 @@
 //! are refused clearly.
 
 use ropescope::analysis::ablation::{self, AblationParams};
-use ropescope::export::npy;
+use ropescope::io::npy;
 use ropescope::scan::format::{Meta, Summary};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use std::path::Path;
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! output (or, for an instant of the final renames, no directory, which the next run restores), never a partial
 //! one; a second writer is refused while the first runs; an existing output is replaced only with `--force`.
 
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -13,7 +13,7 @@ fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
     std::fs::write(&model, SyntheticModel::new("qwen2").to_bytes()).unwrap();
     let prompt = dir.join("p.npy");
     let ids: Vec<i64> = (0..48).map(|i| (i * 7 + 3) % 64).collect();
-    ropescope::export::npy::write(&prompt, &[ids.len()], &ids).unwrap();
+    ropescope::io::npy::write(&prompt, &[ids.len()], &ids).unwrap();
     (model, prompt)
 }
 

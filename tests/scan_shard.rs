@@ -4,8 +4,8 @@
 
 mod shard_support;
 
-use ropescope::export::npy;
-use ropescope::synthetic::SyntheticModel;
+use ropescope::io::npy;
+use ropescope::synth::SyntheticModel;
 use shard_support::{assert_same_scan, ok, ropescope};
 use std::path::{Path, PathBuf};
 

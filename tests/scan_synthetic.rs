@@ -17,7 +17,7 @@ use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
 use ropescope::rope::{Pairing, RopeSpec};
 use ropescope::scan::{self, NoProgress, ScanParams};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 
 const D: usize = 32;
 const HEAD_DIM: usize = 8;

@@ -11,8 +11,8 @@ use ropescope::gguf::GgufFile;
 use ropescope::model::arch;
 use ropescope::model::arch::rope::llama3_of;
 use ropescope::quant::GgmlType;
+use ropescope::synth::SyntheticModel;
 use ropescope::synth::{Fill, NamedShape, Plan, Quant, NAMED_SHAPES};
-use ropescope::synthetic::SyntheticModel;
 use ropescope::tokenizer::Tokenizer;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -185,7 +185,7 @@ fn llama31_rope_factors_are_llama3_scaling() {
 }
 
 fn read(dir: &Path, name: &str) -> (Vec<usize>, Vec<f64>) {
-    let a = ropescope::export::npy::Array::read(&dir.join(format!("{name}.npy"))).unwrap();
+    let a = ropescope::io::npy::Array::read(&dir.join(format!("{name}.npy"))).unwrap();
     (a.shape.clone(), a.to_f64())
 }
 

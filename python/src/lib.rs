@@ -6,10 +6,10 @@
 use numpy::{Element, PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
-use ropescope::export::compare::{apply_override, compare_report, default_tolerances};
-use ropescope::export::inputs::Inputs;
-use ropescope::export::reference::{compute_reference, write_reference, ReferenceRequest};
-use ropescope::export::staged::{Record, StagedDir, Staging};
+use ropescope::reference::compare::{apply_override, compare_report, default_tolerances};
+use ropescope::io::inputs::Inputs;
+use ropescope::reference::write::{compute_reference, write_reference, ReferenceRequest};
+use ropescope::io::staged::{Record, StagedDir, Staging};
 use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
 use ropescope::model::Model as Engine;

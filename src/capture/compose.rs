@@ -131,8 +131,8 @@ mod tests {
     fn each_side_gets_only_what_it_asked_for() {
         use crate::gguf::GgufFile;
         use crate::model::{ForwardOptions, Model};
-        let file = GgufFile::from_bytes(crate::synthetic::SyntheticModel::new("llama").to_bytes())
-            .unwrap();
+        let file =
+            GgufFile::from_bytes(crate::synth::SyntheticModel::new("llama").to_bytes()).unwrap();
         let model = Model::<f64>::load(&file).unwrap();
         let mut pair = (
             Counter {

@@ -1,8 +1,8 @@
 //! Argument parsing shared by several subcommands.
 
 use super::OrArgument;
-use crate::export::input_file::{read_capped, read_stream_capped, MAX_IDS_BYTES, MAX_TEXT_BYTES};
-use crate::export::npy::Array;
+use crate::io::input_file::{read_capped, read_stream_capped, MAX_IDS_BYTES, MAX_TEXT_BYTES};
+use crate::io::npy::Array;
 use crate::numeric::Precision;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -57,10 +57,10 @@ pub fn read_text_file(path: &Path) -> anyhow::Result<String> {
 }
 
 /// The token ids of a `.npy` file of integers, a regular file of at most [`MAX_IDS_BYTES`], shaped `[n]` or
-/// `[1, n]` (`export::token_ids::from_array`).
+/// `[1, n]` (`io::token_ids::from_array`).
 pub fn read_id_file(path: &Path) -> anyhow::Result<Vec<u32>> {
     let a = Array::read_limited(path, MAX_IDS_BYTES, "a token-id file")?;
-    Ok(crate::export::token_ids::from_array(
+    Ok(crate::io::token_ids::from_array(
         &a,
         &path.display().to_string(),
     )?)

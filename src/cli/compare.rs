@@ -1,6 +1,6 @@
 //! `ropescope compare`: NMSE and max-abs per common array of two reference directories.
 
-use crate::export::compare::{apply_override, compare_report, default_tolerances};
+use crate::reference::compare::{apply_override, compare_report, default_tolerances};
 use crate::Error;
 use std::path::PathBuf;
 

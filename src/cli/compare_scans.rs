@@ -20,7 +20,7 @@ pub struct Args {
 
 /// Runs `compare-scans`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let page = crate::report::compare::write_comparison(&args.dirs, &args.out, args.force)?;
+    let page = crate::report::compare_scans::write_comparison(&args.dirs, &args.out, args.force)?;
     println!("{}", page.display());
     Ok(())
 }

@@ -1,12 +1,12 @@
 //! `ropescope diverge`: where another engine's per-layer tensors first leave ropescope's float64 pass.
 
 use super::reference::read_ids;
-use crate::export::compare::{apply_override, default_tolerances};
-use crate::export::diverge::{describe, diverge, DivergeReport};
-use crate::export::inputs::Inputs;
-use crate::export::{check_output_file, write_json};
 use crate::gguf::GgufFile;
+use crate::io::inputs::Inputs;
+use crate::io::{check_output_file, write_json};
 use crate::model::Model;
+use crate::reference::compare::{apply_override, default_tolerances};
+use crate::reference::diverge::{describe, diverge, DivergeReport};
 use crate::Error;
 use std::path::{Path, PathBuf};
 

@@ -19,7 +19,7 @@ pub struct Args {
 
 /// Runs `export-duoattention`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let path = crate::report::duoattention::write(&args.dir, args.out.as_deref(), args.force)?;
+    let path = crate::export::duoattention::write(&args.dir, args.out.as_deref(), args.force)?;
     println!("{}", path.display());
     Ok(())
 }

@@ -2,10 +2,10 @@
 //! writes.
 
 use super::scan::{write_scan, Bars};
-use crate::export::inputs::Inputs;
-use crate::export::reference::sha256_file;
-use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
+use crate::io::hashing::sha256_file;
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
 use crate::model::Model;
 use crate::numeric::{Precision, Real};
 use crate::scan::shard::{self, ShardDir};

@@ -14,7 +14,7 @@ pub struct Args {
 
 /// Runs `export-minference`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let path = crate::report::minference::write(&args.dir, args.out.as_deref())?;
+    let path = crate::export::minference::write(&args.dir, args.out.as_deref())?;
     println!("{}", path.display());
     Ok(())
 }

@@ -14,7 +14,7 @@ pub struct Args {
 
 /// Runs `export-notebook`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let path = crate::report::notebook::write(&args.dir, args.out.as_deref())?;
+    let path = crate::export::notebook::write(&args.dir, args.out.as_deref())?;
     println!("{}", path.display());
     Ok(())
 }

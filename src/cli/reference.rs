@@ -2,13 +2,13 @@
 
 use super::args::{parse_layers, parse_rows, read_id_file, TextSource};
 use super::OrArgument;
-use crate::export::inputs::Inputs;
-use crate::export::npy::NpyElement;
-use crate::export::reference::{write_reference, ReferenceRequest};
-use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
+use crate::io::inputs::Inputs;
+use crate::io::npy::NpyElement;
+use crate::io::staged::{Record, StagedDir, Staging};
 use crate::model::Model;
 use crate::numeric::{Precision, Real};
+use crate::reference::write::{write_reference, ReferenceRequest};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `ropescope reference`.

@@ -1,12 +1,12 @@
 //! `ropescope rope`: a model's per-layer RoPE frequencies and float64 cos/sin tables at chosen positions, as
-//! `.npy` files (format: [`crate::export::rope_tables`]).
+//! `.npy` files (format: [`crate::reference::rope_tables`]).
 
 use super::OrArgument;
-use crate::export::inputs::Inputs;
-use crate::export::rope_tables::{write_rope_tables, TableShape};
-use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
 use crate::model::arch;
+use crate::reference::rope_tables::{write_rope_tables, TableShape};
 use std::ops::Range;
 use std::path::PathBuf;
 

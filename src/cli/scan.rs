@@ -2,10 +2,10 @@
 //! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
 
 use super::args::{read_id_file, read_text_file};
-use crate::export::inputs::Inputs;
-use crate::export::reference::sha256_file;
-use crate::export::staged::{Record, StagedDir, Staging};
 use crate::gguf::GgufFile;
+use crate::io::hashing::sha256_file;
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
 use crate::model::Model;
 use crate::numeric::{Precision, Real};
 use crate::scan::format::{
@@ -225,7 +225,7 @@ fn write_shard<T: Real>(
     bars: &Bars,
 ) -> anyhow::Result<()> {
     let dir = staged.path();
-    crate::export::write_json(&dir.join(files::PROMPTS), prompts)?;
+    crate::io::write_json(&dir.join(files::PROMPTS), prompts)?;
     let tasks = scan::shard::run_shard(
         model,
         &prompts.natural,

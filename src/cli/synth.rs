@@ -2,9 +2,9 @@
 //! per-tensor types of a real header, or of a built-in named shape. See [`crate::synth`].
 
 use super::OrArgument;
-use crate::export::check_output_file;
-use crate::export::inputs::Inputs;
 use crate::gguf::GgufFile;
+use crate::io::check_output_file;
+use crate::io::inputs::Inputs;
 use crate::quant::GgmlType;
 use crate::synth::{NamedShape, Plan, Quant, NAMED_SHAPES};
 use indicatif::{ProgressBar, ProgressStyle};

@@ -1,9 +1,9 @@
 //! `ropescope train`: the training experiments of [`crate::train`], with a progress bar; learning curves and
 //! final metrics as JSON, attention maps as `.npy`.
 
-use crate::export::inputs::Inputs;
-use crate::export::staged::{Record, StagedDir, Staging};
-use crate::export::{npy, write_json};
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
+use crate::io::{npy, write_json};
 use crate::train::canonical::{self, tasks::Task, CanonicalConfig};
 use crate::train::gate::ChunkGate;
 use crate::train::sdh::{self, data::EmbeddingGeometry, SdhConfig};

@@ -1,21 +1,7 @@
-//! Writing results: atomic files, NumPy `.npy` arrays, the golden-reference directory format, and comparisons
-//! against it.
+//! Exports of a scan directory to other tools' formats, read from the directory alone: MInference's
+//! vertical-and-slash patterns (`minference`), DuoAttention's retrieval-head gates (`duoattention`), and a
+//! Jupyter notebook that redraws the report with numpy (`notebook`).
 
-pub mod compare;
-pub mod inputs;
-pub mod npy;
-pub mod reference;
-pub mod staged;
-internal_mod! {
-    atomic;
-    diverge;
-    input_file;
-    rope_tables;
-    token_ids;
-}
-
-// Atomic files and JSON are the crate's own helpers, public only with `internals`.
-#[cfg(feature = "internals")]
-pub use atomic::{check_output_file, read_json, write_atomic, write_json};
-#[cfg(not(feature = "internals"))]
-pub(crate) use atomic::{check_output_file, read_json, write_atomic, write_json};
+pub mod duoattention;
+pub mod minference;
+pub mod notebook;

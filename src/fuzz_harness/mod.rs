@@ -9,13 +9,15 @@ pub mod mutate;
 pub mod seeds;
 
 use crate::error::{Error, Result};
-use crate::export::compare::Tolerance;
-use crate::export::reference::ReferenceArray;
-use crate::export::{diverge, npy, token_ids};
+use crate::export::{duoattention, minference, notebook};
 use crate::gguf::{GgufFile, Hparams, Value};
+use crate::io::{npy, token_ids};
 use crate::model::{arch, Model};
+use crate::reference::compare::Tolerance;
+use crate::reference::diverge;
+use crate::reference::write::ReferenceArray;
 use crate::report::data::ScanData;
-use crate::report::{compare, duoattention, html, minference, notebook};
+use crate::report::{compare_scans, html};
 use crate::scan::format::{Meta, Prompts, Summary};
 use crate::scan::shard::{self, ShardRecord};
 use crate::tokenizer::Tokenizer;
@@ -296,7 +298,7 @@ fn scan_dir(data: &[u8]) -> Result<()> {
     let _ = clean(duoattention::full_attention_heads(&data));
     let _ = notebook::build(&data, "scan");
     let _ = html::render(&data);
-    let _ = compare::render(&compare::compare(std::slice::from_ref(&data)));
+    let _ = compare_scans::render(&compare_scans::compare(std::slice::from_ref(&data)));
     clean(shard)
 }
 

@@ -6,7 +6,7 @@
 use super::Target;
 use crate::gguf::{Array, GgufWriter, Value};
 use crate::quant::GgmlType;
-use crate::synthetic::SyntheticModel;
+use crate::synth::SyntheticModel;
 
 /// Architectures [`SyntheticModel`] writes.
 const SYNTHETIC_ARCHS: [&str; 7] = [

@@ -168,7 +168,7 @@ impl GgufFile {
     /// Opens `path` over a memory map (not read into memory, so its size is not capped); a FIFO, a device or a
     /// directory is refused by name before it is opened.
     fn open_with(path: &Path, data: Data) -> Result<Self> {
-        let file = crate::export::input_file::open_regular(path)?;
+        let file = crate::io::input_file::open_regular(path)?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let storage = if len == 0 {
             // An empty file cannot be mapped; it fails below as truncated.

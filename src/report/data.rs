@@ -3,7 +3,7 @@
 //! allocated from it. Arrays of analyses that did not run are `None`.
 
 use crate::error::{Error, Result};
-use crate::export::npy::Array;
+use crate::io::npy::Array;
 use crate::scan::format::{files, Meta, Summary};
 use crate::scan::read_back;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ pub struct ScanData {
 
 /// Reads a JSON file of the scan directory.
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    crate::export::read_json(path, "scan")
+    crate::io::read_json(path, "scan")
 }
 
 impl ScanData {

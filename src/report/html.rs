@@ -31,7 +31,7 @@ const MATRIX_ROWS: usize = 64;
 /// The page's script: lazy figures, head links that open cards, sortable tables.
 const SCRIPT: &str = include_str!("page.js");
 
-/// The page's CSS, shared with the cross-model page ([`super::compare`]).
+/// The page's CSS, shared with the cross-model page ([`super::compare_scans`]).
 pub(crate) const STYLE: &str = "body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:20px;color:#222;max-width:1600px}\
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:3px;margin-top:28px}h3{font-size:15px;margin:6px 0}\
 table{border-collapse:collapse;font-size:12px;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\

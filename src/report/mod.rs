@@ -1,25 +1,22 @@
-//! Pictures of a scan: the self-contained `report.html`, standalone SVG figures, a Jupyter notebook that
-//! reproduces them with numpy and matplotlib, and MInference head patterns. Everything is drawn from the files
+//! Pictures of a scan: the self-contained `report.html`, standalone SVG figures, and the page comparing scans
+//! of several models (`compare_scans`); the notebook and other tools' formats are in `crate::export`. Everything is drawn from the files
 //! of a scan output directory (`fixtures/scan/FORMAT.md`) read back from disk; figures of analyses that did
 //! not run are replaced by a "not run" note.
 
 pub mod catalog;
-pub mod compare;
+pub mod compare_scans;
 pub mod data;
-pub mod duoattention;
 pub mod figures;
 pub mod findings;
 pub mod findings_html;
 pub mod html;
-pub mod minference;
-pub mod notebook;
 pub mod png;
 pub mod spec;
 pub mod svg;
 
 use crate::error::Result;
-use crate::export::inputs::Inputs;
-use crate::export::staged::{Record, StagedDir, Staging};
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
 use std::path::{Path, PathBuf};
 
 /// File name of the report page inside the scan directory.
@@ -30,7 +27,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf> {
     let data = data::ScanData::open(dir)?;
     let page = html::render(&data);
     let path = dir.join(REPORT_FILE);
-    crate::export::write_atomic(&path, |w| w.write_all(page.as_bytes()))?;
+    crate::io::write_atomic(&path, |w| w.write_all(page.as_bytes()))?;
     Ok(path)
 }
 
@@ -57,7 +54,7 @@ pub fn write_figures(dir: &Path, out: &Path, force: bool) -> Result<Vec<PathBuf>
         if let Ok(svg) = f.content {
             let name = format!("{}.svg", f.name);
             let path = staged.path().join(&name);
-            crate::export::write_atomic(&path, |w| w.write_all(svg.as_bytes()))?;
+            crate::io::write_atomic(&path, |w| w.write_all(svg.as_bytes()))?;
             names.push(name);
         }
     }
@@ -66,7 +63,7 @@ pub fn write_figures(dir: &Path, out: &Path, force: bool) -> Result<Vec<PathBuf>
         "scan": dir.display().to_string(),
         "figures": names,
     });
-    crate::export::write_json(&staged.path().join(FIGURES_FILE), &record)?;
+    crate::io::write_json(&staged.path().join(FIGURES_FILE), &record)?;
     let target = staged.commit()?;
     Ok(names.iter().map(|n| target.join(n)).collect())
 }

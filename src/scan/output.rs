@@ -7,7 +7,7 @@ use super::summary::mean_spectrum;
 use super::ScanOutcome;
 use crate::analysis::vector_stats::{HeadSums, RowSums};
 use crate::error::{Error, Result};
-use crate::export::{npy, write_atomic, write_json};
+use crate::io::{npy, write_atomic, write_json};
 use crate::model::Model;
 use crate::numeric::Real;
 use std::path::Path;

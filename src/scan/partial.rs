@@ -11,7 +11,7 @@ use super::params::ScanParams;
 use crate::analysis::attention_map::AttentionMapCapture;
 use crate::analysis::vector_stats::{HeadSums, RowSums};
 use crate::error::{Error, Result};
-use crate::export::npy::{self, Array, Dtype};
+use crate::io::npy::{self, Array, Dtype};
 use crate::model::Model;
 use crate::numeric::Real;
 use std::path::Path;

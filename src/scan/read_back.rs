@@ -10,7 +10,7 @@
 use super::format::{files, Meta, PromptSetMeta, Prompts, Summary, FORMAT_VERSION};
 use super::params::Analysis;
 use crate::error::{Error, Result};
-use crate::export::npy::Dtype;
+use crate::io::npy::Dtype;
 use crate::numeric::Precision;
 use std::path::Path;
 

@@ -13,7 +13,7 @@ use super::params::{Analysis, ScanParams};
 use super::{external, measure, partial, read_back, Progress, ScanOutcome, Stages, Streamed};
 use crate::analysis::embedding_cone::EmbeddingCone;
 use crate::error::{Error, Result};
-use crate::export::write_json;
+use crate::io::write_json;
 use crate::model::Model;
 use crate::numeric::Real;
 use serde::{Deserialize, Serialize};
@@ -280,7 +280,7 @@ pub fn write_record(dir: &Path, record: &ShardRecord) -> Result<()> {
 
 /// Reads a JSON file of a shard directory.
 fn read_json<R: serde::de::DeserializeOwned>(path: &Path) -> Result<R> {
-    crate::export::read_json(path, "shard")
+    crate::io::read_json(path, "shard")
 }
 
 /// Reads a shard's cone result, checking it covers every head of the model with finite angles and the number

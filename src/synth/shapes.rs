@@ -10,7 +10,7 @@ use super::fill::{fill_for, Fill, ModelScale};
 use crate::error::Result;
 use crate::gguf::{Array, Value};
 use crate::rope::Llama3;
-use crate::synthetic::SyntheticModel;
+use crate::synth::SyntheticModel;
 use crate::tokenizer::byte_chars;
 
 /// How a named shape's RoPE is scaled.

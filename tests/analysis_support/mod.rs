@@ -19,7 +19,7 @@
 use ropescope::gguf::GgufFile;
 use ropescope::model::Model;
 use ropescope::rope::{Pairing, RopeSpec};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 
 /// The BOS token: position 0 of every test prompt.
 pub const BOS: u32 = 0;

@@ -5,11 +5,11 @@
 //! - f32 engine: logits NMSE ≤ 1e-10, attention max-abs ≤ 1e-5, other arrays NMSE ≤ 1e-10.
 #![allow(dead_code)] // each test crate uses its own subset
 
-use ropescope::export::compare::{compare_dirs, Comparison, Tolerance};
-use ropescope::export::npy::{Array, NpyElement};
-use ropescope::export::reference::{write_reference, ReferenceRequest};
+use ropescope::io::npy::{Array, NpyElement};
 use ropescope::model::Model;
 use ropescope::numeric::Real;
+use ropescope::reference::compare::{compare_dirs, Comparison, Tolerance};
+use ropescope::reference::write::{write_reference, ReferenceRequest};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;

@@ -8,8 +8,8 @@
 use crate::support::{
     arg, assert_ok, assert_refused, fifo, run, run_with, write_ids, write_model, Run,
 };
-use ropescope::export::input_file::{MAX_IDS_BYTES, MAX_JSON_BYTES, MAX_NPY_BYTES, MAX_TEXT_BYTES};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::io::input_file::{MAX_IDS_BYTES, MAX_JSON_BYTES, MAX_NPY_BYTES, MAX_TEXT_BYTES};
+use ropescope::synth::SyntheticModel;
 use std::path::{Path, PathBuf};
 
 /// The synthetic llama model (context 512, vocabulary 64) at `dir/model.gguf`.

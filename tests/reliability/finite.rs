@@ -2,7 +2,7 @@
 //! appears, naming the layer and the tensor, and nothing is written (`src/model/finite.rs`).
 
 use crate::support::{arg, assert_ok, assert_refused, run, write_ids, Run};
-use ropescope::synthetic::SyntheticModel;
+use ropescope::synth::SyntheticModel;
 use ropescope::ErrorKind;
 use std::path::{Path, PathBuf};
 
@@ -70,7 +70,7 @@ fn a_weight_that_overflows_f32_is_refused_in_f32_and_finite_in_f64() {
     assert_eq!(o.code, Some(3), "{}", o.stderr);
     assert!(o.stderr.contains("of layer 0 holds"), "{}", o.stderr);
     assert_ok(&reference(&model, &dir.path().join("f64"), "f64"));
-    let logits = ropescope::export::npy::Array::read(&dir.path().join("f64/logits.npy")).unwrap();
+    let logits = ropescope::io::npy::Array::read(&dir.path().join("f64/logits.npy")).unwrap();
     assert!(logits.to_f64().iter().all(|v| v.is_finite()));
 }
 

@@ -7,7 +7,7 @@
 use crate::support::{
     arg, assert_ok, assert_refused, copy_example_scan, run, write_ids, write_model,
 };
-use ropescope::export::npy;
+use ropescope::io::npy;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

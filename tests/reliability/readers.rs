@@ -5,7 +5,7 @@
 
 use crate::common;
 use crate::support::{arg, assert_ok, assert_refused, copy_example_scan, fifo, run, write_model};
-use ropescope::export::npy;
+use ropescope::io::npy;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -2,8 +2,8 @@
 //! refusal, and writing the small inputs (a synthetic model, token ids, a FIFO, a copy of the example scan) the
 //! tests hand it.
 
-use ropescope::export::npy;
-use ropescope::synthetic::SyntheticModel;
+use ropescope::io::npy;
+use ropescope::synth::SyntheticModel;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

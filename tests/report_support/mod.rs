@@ -11,7 +11,7 @@
 pub mod browser;
 pub mod headlines;
 
-use ropescope::export::{npy, write_json};
+use ropescope::io::{npy, write_json};
 use ropescope::scan::external::head_record;
 use ropescope::scan::format::*;
 use ropescope::scan::Analysis;

@@ -7,7 +7,8 @@
 
 use crate::capture::{CollectSink, HeadRecord};
 use crate::error::{Error, Result};
-use crate::export::{npy, write_atomic};
+use crate::io::hashing::sha256_file;
+use crate::io::{npy, write_atomic};
 use crate::model::{ForwardOptions, Model};
 use crate::numeric::Real;
 use crate::rope::RopeSpec;
@@ -241,23 +242,6 @@ pub fn write_reference<T: Real + npy::NpyElement>(
     });
     let text = serde_json::to_string_pretty(&meta).map_err(|e| Error::Internal(e.to_string()))?;
     write_atomic(&out.join("meta.json"), |w| w.write_all(text.as_bytes()))
-}
-
-/// Lowercase hex sha256 of the contents of a regular file (anything else is refused, never read).
-pub(crate) fn sha256_file(path: &Path) -> Result<String> {
-    use sha2::{Digest, Sha256};
-    use std::io::Read;
-    let mut f = super::input_file::open_regular(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(format!("{:x}", h.finalize()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! scalar) is refused rather than flattened, since reading it as one prompt would run a sequence nobody wrote.
 
 use crate::error::{Error, Result};
-use crate::export::npy::Array;
+use crate::io::npy::Array;
 
 /// The ids of `a`, read from `origin` (named in errors): an integer array of shape `[n]` or `[1, n]`, every
 /// value in `0..=u32::MAX`. Anything else is [`Error::BadData`].
@@ -39,7 +39,7 @@ pub fn from_array(a: &Array, origin: &str) -> Result<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::npy;
+    use crate::io::npy;
 
     fn array(shape: &[usize], data: &[i64]) -> Array {
         let dir = tempfile::tempdir().unwrap();

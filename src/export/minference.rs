@@ -15,7 +15,7 @@
 //! mean slash scores of `Δ = 0..=Δmax` (the attention on those diagonals), capped at 1 (the two overlap only in
 //! the entries `(Δ, 0)`). Without `slash_natural.npy` it is `sink + best_score`, capped at 1.
 
-use super::data::ScanData;
+use crate::report::data::ScanData;
 use crate::error::{Error, Result};
 use crate::scan::format::{HeadSlash, HeadSummary};
 use serde_json::{json, Map, Value};
@@ -28,12 +28,12 @@ pub const MINFERENCE_FILE: &str = "minference_pattern.json";
 /// `dir/minference_pattern.json`, checked before the scan is read); returns the path written.
 pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     let out = out.map_or_else(|| dir.join(MINFERENCE_FILE), Path::to_path_buf);
-    crate::export::check_output_file(
+    crate::io::check_output_file(
         &out,
-        &crate::export::inputs::Inputs::new([dir]).replacing(MINFERENCE_FILE),
+        &crate::io::inputs::Inputs::new([dir]).replacing(MINFERENCE_FILE),
     )?;
     let data = ScanData::open(dir)?;
-    crate::export::write_json(&out, &patterns(&data)?)?;
+    crate::io::write_json(&out, &patterns(&data)?)?;
     Ok(out)
 }
 

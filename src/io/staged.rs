@@ -14,8 +14,8 @@
 //! new writer proceeds.
 
 use crate::error::{Error, Result};
-use crate::export::input_file::read_capped;
-use crate::export::inputs::Inputs;
+use crate::io::input_file::read_capped;
+use crate::io::inputs::Inputs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

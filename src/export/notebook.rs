@@ -3,7 +3,7 @@
 //! loaded as `SCAN / "name"` (the scan directory relative to the notebook), and the output is deterministic:
 //! no timestamps, fixed cell ids, sorted JSON keys, so regenerated notebooks diff cleanly.
 
-use super::data::ScanData;
+use crate::report::data::ScanData;
 use crate::error::{Error, Result};
 use crate::scan::format::files;
 use serde_json::{json, Value};
@@ -22,16 +22,16 @@ pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
-    crate::export::check_output_file(
+    crate::io::check_output_file(
         &out,
-        &crate::export::inputs::Inputs::new([dir]).replacing(NOTEBOOK_FILE),
+        &crate::io::inputs::Inputs::new([dir]).replacing(NOTEBOOK_FILE),
     )?;
     let data = ScanData::open(dir)?;
     let scan = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
     let parent = parent.canonicalize().map_err(|e| Error::io(&parent, e))?;
     let scan_path = relative(&parent, &scan).unwrap_or(scan);
     let notebook = build(&data, &scan_path.to_string_lossy());
-    crate::export::write_json(&out, &notebook)?;
+    crate::io::write_json(&out, &notebook)?;
     Ok(out)
 }
 

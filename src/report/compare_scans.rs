@@ -16,8 +16,8 @@ use super::findings::{mean_bands, posym_correlation};
 use super::spec::significant;
 use super::svg::escape;
 use crate::error::{Error, Result};
-use crate::export::inputs::Inputs;
-use crate::export::staged::{Record, StagedDir, Staging};
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
 use crate::scan::format::{Bands, HeadSummary, SlashHead};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -423,7 +423,7 @@ pub fn write_comparison(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Pat
     let page = render(&comparison);
     let write = |name: &str, text: &str| {
         let path = staged.path().join(name);
-        crate::export::write_atomic(&path, |w| w.write_all(text.as_bytes()))
+        crate::io::write_atomic(&path, |w| w.write_all(text.as_bytes()))
     };
     write(COMPARE_HTML, &page)?;
     write(COMPARE_JSON, &(json + "\n"))?;

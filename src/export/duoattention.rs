@@ -13,12 +13,12 @@
 //! `recent_size` `Δmax + 1` (17 by default), written into `config.json`. A key/value head takes the largest
 //! value of its query heads (it can stream only if all of them can).
 
-use super::data::ScanData;
+use crate::report::data::ScanData;
 use super::minference::{local_recall, slash_scores};
 use crate::error::{Error, Result};
-use crate::export::inputs::Inputs;
-use crate::export::staged::{Record, StagedDir, Staging};
-use crate::export::write_atomic;
+use crate::io::inputs::Inputs;
+use crate::io::staged::{Record, StagedDir, Staging};
+use crate::io::write_atomic;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -77,7 +77,7 @@ pub fn write(dir: &Path, out: Option<&Path>, force: bool) -> Result<PathBuf> {
     write_atomic(&staged.path().join(HEADS_FILE), |w| {
         w.write_all(text.as_bytes())
     })?;
-    crate::export::write_json(
+    crate::io::write_json(
         &staged.path().join(CONFIG_FILE),
         &json!({
             "sink_size": 1,

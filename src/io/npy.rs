@@ -128,7 +128,7 @@ fn write_checked<E: NpyElement>(
             data[i].as_f64()
         )));
     }
-    crate::export::write_atomic(path, |w| {
+    crate::io::write_atomic(path, |w| {
         w.write_all(&header(E::DTYPE, shape))?;
         let mut buf = Vec::with_capacity(1 << 16);
         for chunk in data.chunks(8192) {

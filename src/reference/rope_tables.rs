@@ -26,8 +26,8 @@
 //! `meta.json` last, so a directory with `meta.json` is complete.
 
 use crate::error::{Error, Result};
-use crate::export::reference::sha256_file;
-use crate::export::{npy, write_json};
+use crate::io::hashing::sha256_file;
+use crate::io::{npy, write_json};
 use crate::model::config::ModelConfig;
 use crate::rope::{Pairing, RopeSpec, Scaling};
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! per-quantity tolerances.
 
 use crate::error::{Error, Result};
-use crate::export::npy::Array;
+use crate::io::npy::Array;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -280,8 +280,8 @@ mod tests {
     fn a_kind_without_tolerance_does_not_pass() {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         for d in [a.path(), b.path()] {
-            crate::export::npy::write(&d.join("extra_L0.npy"), &[2], &[1.0f64, 2.0]).unwrap();
-            crate::export::npy::write(&d.join("logits.npy"), &[2], &[1.0f64, 2.0]).unwrap();
+            crate::io::npy::write(&d.join("extra_L0.npy"), &[2], &[1.0f64, 2.0]).unwrap();
+            crate::io::npy::write(&d.join("logits.npy"), &[2], &[1.0f64, 2.0]).unwrap();
         }
         let (rows, _) = compare_dirs(a.path(), b.path(), &default_tolerances()).unwrap();
         let pass = |f: &str| rows.iter().find(|c| c.file == f).unwrap().pass;

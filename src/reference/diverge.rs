@@ -7,9 +7,9 @@
 //! max-abs of [`errors`] overall and per head; the first tensor over its [`Tolerance`] is the divergence.
 
 use crate::error::{Error, Result};
-use crate::export::compare::{errors, kind_of, Tolerance};
-use crate::export::npy::Array;
-use crate::export::reference::{compute_reference, ReferenceArray, ReferenceRequest, LAYER_KINDS};
+use crate::reference::compare::{errors, kind_of, Tolerance};
+use crate::io::npy::Array;
+use crate::reference::write::{compute_reference, ReferenceArray, ReferenceRequest, LAYER_KINDS};
 use crate::model::Model;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -132,9 +132,9 @@ pub(crate) fn sort_names(names: impl IntoIterator<Item = String>) -> Listing {
 }
 
 /// Checks that a dump's `ids.npy` (array `a`, read from `origin`) holds the token ids `ids` given, as one
-/// prompt (`export::token_ids::from_array`).
+/// prompt (`io::token_ids::from_array`).
 pub(crate) fn check_ids(a: &Array, ids: &[u32], origin: &str) -> Result<()> {
-    let theirs = super::token_ids::from_array(a, origin)?;
+    let theirs = crate::io::token_ids::from_array(a, origin)?;
     if theirs != ids {
         return Err(Error::BadData(format!(
             "{origin} holds other token ids than the ones given ({} ids against {})",
@@ -151,8 +151,8 @@ fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
     if !path.exists() {
         return Ok(0..t);
     }
-    let max = super::input_file::MAX_JSON_BYTES;
-    let text = super::input_file::read_capped(&path, max, "a dump's meta.json")?;
+    let max = crate::io::input_file::MAX_JSON_BYTES;
+    let text = crate::io::input_file::read_capped(&path, max, "a dump's meta.json")?;
     rows_of(&text, t, &path.display().to_string())
 }
 
@@ -405,8 +405,8 @@ pub fn diverge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::compare::default_tolerances;
-    use crate::export::npy;
+    use crate::reference::compare::default_tolerances;
+    use crate::io::npy;
 
     fn ours(name: &str, shape: &[usize], data: Vec<f64>) -> ReferenceArray<f64> {
         ReferenceArray {
@@ -616,7 +616,7 @@ mod tests {
     /// A synthetic llama model and the ids it runs on.
     fn synthetic() -> (Model<f64>, Vec<u32>) {
         let file = crate::gguf::GgufFile::from_bytes(
-            crate::synthetic::SyntheticModel::new("llama").to_bytes(),
+            crate::synth::SyntheticModel::new("llama").to_bytes(),
         )
         .unwrap();
         (
