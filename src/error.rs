@@ -109,6 +109,16 @@ pub enum Error {
     /// layer the model does not have, an output path that is a file.
     #[error("{0}")]
     Argument(String),
+    /// A request parameter out of range or inconsistent with the others. `name` is the parameter's name as
+    /// the command line and the Python package share it (`delta_max`, `length`, `force`); the command line
+    /// shows it as its flag (`--delta-max`), the message itself names no front end's syntax.
+    #[error("{name} {problem}")]
+    Parameter {
+        /// The parameter, in snake case.
+        name: &'static str,
+        /// What is wrong with its value, continuing a sentence that starts with the name.
+        problem: String,
+    },
     /// A data file other than the model (a scan directory's JSON or `.npy` files, a reference directory) whose
     /// content is invalid or does not fit the rest of the directory.
     #[error("{0}")]
@@ -150,6 +160,16 @@ pub enum Error {
         what: String,
         /// Further explanation, starting with "; " (may be empty).
         hint: String,
+    },
+
+    /// An error of a step, with what the step was doing (`loading the model`, `prompt 'a.txt'`).
+    #[error("{context}: {source}")]
+    Context {
+        /// What was being done.
+        context: String,
+        /// The step's error; its kind is this error's kind.
+        #[source]
+        source: Box<Error>,
     },
 
     // ---- tokenizer ----
@@ -196,6 +216,27 @@ impl ErrorKind {
     }
 }
 
+/// Adds what a step was doing to its error ([`Error::Context`]).
+pub trait Context<T> {
+    /// The error, if any, with `context` before it.
+    fn context(self, context: impl Into<String>) -> Result<T>;
+    /// The error, if any, with the context `f` gives (computed only on error).
+    fn with_context<S: Into<String>>(self, f: impl FnOnce() -> S) -> Result<T>;
+}
+
+impl<T> Context<T> for Result<T> {
+    fn context(self, context: impl Into<String>) -> Result<T> {
+        self.with_context(|| context)
+    }
+
+    fn with_context<S: Into<String>>(self, f: impl FnOnce() -> S) -> Result<T> {
+        self.map_err(|e| Error::Context {
+            context: f().into(),
+            source: Box::new(e),
+        })
+    }
+}
+
 /// Result type of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -219,11 +260,20 @@ impl Error {
             | Error::NotImplemented { .. }
             | Error::Tokenizer(_)
             | Error::Unsupported(_) => ErrorKind::Unsupported,
-            Error::Argument(_) => ErrorKind::Argument,
+            Error::Argument(_) | Error::Parameter { .. } => ErrorKind::Argument,
             Error::Resource(_) => ErrorKind::Resource,
             Error::Mismatch(_) => ErrorKind::Mismatch,
             Error::Internal(_) => ErrorKind::Internal,
             Error::Interrupted => ErrorKind::Interrupted,
+            Error::Context { source, .. } => source.kind(),
+        }
+    }
+
+    /// A [`Error::Parameter`] error: `name` (snake case) followed by `problem`.
+    pub fn parameter(name: &'static str, problem: impl Into<String>) -> Self {
+        Error::Parameter {
+            name,
+            problem: problem.into(),
         }
     }
 

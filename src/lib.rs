@@ -235,6 +235,7 @@ pub mod model;
 pub mod numeric;
 pub mod reference;
 pub mod rope;
+pub mod scan;
 pub mod synth;
 pub mod tokenizer;
 
@@ -244,7 +245,6 @@ internal_mod! {
     profile;
     quant;
     report;
-    scan;
     train;
 }
 

@@ -23,19 +23,22 @@ Query and key vectors are in *half-split* coordinate order (dims ``l`` and ``l +
 ``l``, fastest first), the order HF transformers uses, whatever the pairing of the GGUF file; this is the layout
 of ``ropescope reference`` (``fixtures/reference/README.md`` in the repository).
 
-Errors are :class:`RopescopeError` (a ``ValueError``) with the command line's message and a ``kind``.
+Errors are :class:`RopescopeError` (a ``ValueError``) with the engine's message (a parameter is named by its
+keyword, ``delta_max``, where the command line names its flag) and a ``kind``.
 The GIL is released while the engine computes. Ctrl-C stops a pass within one layer (every pass checks before
 each layer) and raises ``KeyboardInterrupt``; a directory being written is left as it was.
 """
 
 import json
 import os
+import sys
 
 from ._native import Model as _NativeModel
 from ._native import RopescopeError
 from ._native import compare as _compare
 from ._native import reference as _reference
-from ._native import run_command as _run_command
+from ._native import merge as _merge
+from ._native import scan as _scan
 
 __all__ = ["KINDS", "Model", "RopescopeError", "compare", "merge", "reference", "scan"]
 
@@ -170,6 +173,13 @@ def compare(a, b, tol=()):
     return json.loads(_compare(os.fspath(a), os.fspath(b), tol))
 
 
+def _report(text, warnings):
+    """Prints a scan's ranked summary on standard output and its warnings on standard error."""
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(text, end="")
+
+
 def _read_json(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -177,7 +187,7 @@ def _read_json(path):
 
 def scan(model, out, analyses="all", length=None, count=None, prompts=(), precision="f32", seed=None,
          delta_max=None, kappa=None, shard=None, force=False):
-    """Runs ``ropescope scan`` in this process and returns the scan's ``summary.json`` as Python objects (a
+    """Runs a scan (``ropescope scan``) in this process and returns the scan's ``summary.json`` as Python objects (a
     dict: ``heads``, one dict per head with its label and scores, ``slash_dominant``, ``intrinsic``, ``cone``,
     ``warnings``; the repository's ``fixtures/scan/FORMAT.md`` documents every field). The whole directory
     (``.npy`` arrays, ``report.html``) is written to ``out`` as the command line writes it, and its ranked text
@@ -188,21 +198,13 @@ def scan(model, out, analyses="all", length=None, count=None, prompts=(), precis
     ``seed``, ``delta_max``, ``kappa``. With ``shard=(k, n)`` only shard ``k`` of ``n`` is done and its
     ``shard.json`` is returned instead; :func:`merge` folds the shards.
     """
-    args = ["scan", os.fspath(model), "--out", os.fspath(out), "--quiet", "--analyses", analyses,
-            "--precision", precision]
-    for flag, value in (("--length", length), ("--count", count), ("--seed", seed),
-                        ("--delta-max", delta_max), ("--kappa", kappa)):
-        if value is not None:
-            args += [flag, str(value)]
     prompts = [prompts] if isinstance(prompts, (str, os.PathLike)) else list(prompts)
-    if prompts:
-        args += ["--prompts"] + [os.fspath(p) for p in prompts]
     if shard is not None:
         k, n = shard
-        args += ["--shard", f"{int(k)}/{int(n)}"]
-    if force:
-        args.append("--force")
-    _run_command(args)
+        shard = (int(k), int(n))
+    text, warnings = _scan(os.fspath(model), os.fspath(out), analyses, length, count,
+                           [os.fspath(p) for p in prompts], precision, seed, delta_max, kappa, shard, force)
+    _report(text, warnings)
     name = "shard.json" if shard is not None else "summary.json"
     return _read_json(os.path.join(os.fspath(out), name))
 
@@ -211,10 +213,7 @@ def merge(shards, out, model=None, force=False):
     """Merges the shard directories of a scan (``scan(..., shard=(k, n))``) into ``out``, the directory one
     unsharded scan writes, as ``ropescope merge`` does; returns its ``summary.json`` as Python objects.
     ``model``: the model file when it is not where the shards recorded it."""
-    args = ["merge", *[os.fspath(s) for s in shards], "--out", os.fspath(out), "--quiet"]
-    if model is not None:
-        args += ["--model", os.fspath(model)]
-    if force:
-        args.append("--force")
-    _run_command(args)
+    text, warnings = _merge([os.fspath(s) for s in shards], os.fspath(out),
+                            None if model is None else os.fspath(model), force)
+    _report(text, warnings)
     return _read_json(os.path.join(os.fspath(out), "summary.json"))

@@ -14,6 +14,7 @@ use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
 use ropescope::model::Model as Engine;
 use ropescope::numeric::{Precision, Real};
+use ropescope::scan::{Analysis, MergeRequest, NoProgress, ScanParams, ScanRequest, Shard};
 use ropescope::tokenizer::Tokenizer;
 use ropescope::{Error, ErrorKind};
 use std::path::{Path, PathBuf};
@@ -81,13 +82,16 @@ struct Model {
     tokenizer: OnceLock<Tokenizer>,
 }
 
+/// The [`Precision`] named `name` (`f64` or `f32`).
+fn precision_of(name: &str) -> Result<Precision, Error> {
+    Precision::from_name(name).ok_or_else(|| {
+        Error::parameter("precision", format!("'{name}' is not one of f64, f32"))
+    })
+}
+
 /// Loads `path` in `precision` (`f64` or `f32`).
 fn load(path: &Path, precision: &str) -> Result<(GgufFile, AnyEngine), Error> {
-    let Some(precision) = Precision::from_name(precision) else {
-        return Err(Error::Argument(format!(
-            "precision '{precision}' is not one of f64, f32"
-        )));
-    };
+    let precision = precision_of(precision)?;
     let file = GgufFile::open(path)?;
     let engine = match precision {
         Precision::F64 => AnyEngine::F64(Engine::load(&file)?),
@@ -229,18 +233,71 @@ fn compare(py: Python<'_>, a: PathBuf, b: PathBuf, tol: Vec<String>) -> PyResult
     engine_call(py, run)
 }
 
-/// Runs a `ropescope` command in this process (`args` without the program name), as the command line would,
-/// with the GIL released and Ctrl-C checked between layers; errors are the command line's.
+/// Runs a scan into `out` as `ropescope scan` does (`ropescope::scan::run`), with the GIL released and Ctrl-C
+/// checked between layers; returns the ranked text summary (empty for a shard) and the summary's warnings.
 #[pyfunction]
-fn run_command(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
-    py.detach(|| with_check(ctrl_c, || ropescope::cli::run_args(args)))
-        .map_err(|e| {
-            error_to_py(
-                py,
-                ropescope::cli::error_kind(&e),
-                ropescope::cli::error_message(&e),
-            )
-        })
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    py: Python<'_>,
+    model: PathBuf,
+    out: PathBuf,
+    analyses: &str,
+    length: Option<usize>,
+    count: Option<usize>,
+    prompts: Vec<PathBuf>,
+    precision: &str,
+    seed: Option<u64>,
+    delta_max: Option<usize>,
+    kappa: Option<f64>,
+    shard: Option<(usize, usize)>,
+    force: bool,
+) -> PyResult<(String, Vec<String>)> {
+    let run = || -> Result<(String, Vec<String>), Error> {
+        let defaults = ScanParams::default();
+        let req = ScanRequest {
+            model,
+            prompts,
+            count,
+            precision: precision_of(precision)?,
+            params: ScanParams {
+                analyses: Analysis::parse_list(analyses)?,
+                delta_max: delta_max.unwrap_or(defaults.delta_max),
+                kappa: kappa.unwrap_or(defaults.kappa),
+                seed: seed.unwrap_or(defaults.seed),
+                prompt_length: length.unwrap_or(defaults.prompt_length),
+                ..defaults
+            },
+            shard: shard.map(|(k, n)| Shard::new(k, n)).transpose()?,
+            force,
+            command: std::env::args().collect(),
+        };
+        let done = ropescope::scan::run(&req, &out, &NoProgress)?;
+        Ok((done.text, done.warnings))
+    };
+    engine_call(py, run)
+}
+
+/// Folds the shard directories of a scan into `out` as `ropescope merge` does (`ropescope::scan::merge`);
+/// returns the ranked text summary and the summary's warnings.
+#[pyfunction]
+fn merge(
+    py: Python<'_>,
+    shards: Vec<PathBuf>,
+    out: PathBuf,
+    model: Option<PathBuf>,
+    force: bool,
+) -> PyResult<(String, Vec<String>)> {
+    let run = || -> Result<(String, Vec<String>), Error> {
+        let req = MergeRequest {
+            shards,
+            model,
+            force,
+            command: std::env::args().collect(),
+        };
+        let done = ropescope::scan::merge(&req, &out, &NoProgress)?;
+        Ok((done.text, done.warnings))
+    };
+    engine_call(py, run)
 }
 
 /// The module `ropescope._native`.
@@ -249,7 +306,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(reference, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
-    m.add_function(wrap_pyfunction!(run_command, m)?)?;
+    m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add("RopescopeError", m.py().get_type::<RopescopeError>())?;
     Ok(())
 }

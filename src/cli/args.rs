@@ -1,8 +1,7 @@
 //! Argument parsing shared by several subcommands.
 
 use super::OrArgument;
-use crate::io::input_file::{read_capped, read_stream_capped, MAX_IDS_BYTES, MAX_TEXT_BYTES};
-use crate::io::npy::Array;
+use crate::io::input_file::{read_stream_capped, read_text, MAX_TEXT_BYTES};
 use crate::numeric::Precision;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -47,23 +46,16 @@ impl TextSource {
 
 /// The UTF-8 text of `path` (`-`: stdin), a regular file of at most [`MAX_TEXT_BYTES`].
 pub fn read_text_file(path: &Path) -> anyhow::Result<String> {
-    const WHAT: &str = "a text file";
-    let bytes = if path == Path::new("-") {
-        read_stream_capped(std::io::stdin().lock(), "stdin", MAX_TEXT_BYTES, WHAT)?
-    } else {
-        read_capped(path, MAX_TEXT_BYTES, WHAT)?
-    };
+    if path != Path::new("-") {
+        return Ok(read_text(path)?);
+    }
+    let bytes = read_stream_capped(
+        std::io::stdin().lock(),
+        "stdin",
+        MAX_TEXT_BYTES,
+        "a text file",
+    )?;
     String::from_utf8(bytes).or_argument(|| format!("{} is not UTF-8 text", path.display()))
-}
-
-/// The token ids of a `.npy` file of integers, a regular file of at most [`MAX_IDS_BYTES`], shaped `[n]` or
-/// `[1, n]` (`io::token_ids::from_array`).
-pub fn read_id_file(path: &Path) -> anyhow::Result<Vec<u32>> {
-    let a = Array::read_limited(path, MAX_IDS_BYTES, "a token-id file")?;
-    Ok(crate::io::token_ids::from_array(
-        &a,
-        &path.display().to_string(),
-    )?)
 }
 
 /// `all` or a comma-separated list of layer indices, each below `n_layers`.

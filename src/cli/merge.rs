@@ -1,17 +1,9 @@
 //! `ropescope merge`: folds the shards of a scan (`scan --shard K/N`) into the directory one unsharded scan
 //! writes.
 
-use super::scan::{write_scan, Bars};
-use crate::gguf::GgufFile;
-use crate::io::hashing::sha256_file;
-use crate::io::inputs::Inputs;
-use crate::io::staged::{Record, StagedDir, Staging};
-use crate::model::Model;
-use crate::numeric::{Precision, Real};
-use crate::scan::shard::{self, ShardDir};
-use anyhow::Context;
+use super::scan::{print_summary, Bars};
+use crate::scan::{self, MergeRequest};
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Arguments of `ropescope merge`.
 #[derive(clap::Args, Debug)]
@@ -36,70 +28,13 @@ pub struct Args {
 
 /// Runs `merge`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let start = Instant::now();
-    let shards = shard::open_shards(&args.shards)?;
-    let meta = &shards[0].record.meta;
-    let model_path = args
-        .model
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&meta.model_file));
-    let inputs = Inputs::new(args.shards.iter().chain([&model_path]));
-    let staged = StagedDir::begin(
-        &args.out,
-        &Staging {
-            force: args.force,
-            inputs: &inputs,
-            records: &[Record::SCAN],
-        },
-    )?;
-    let sha = sha256_file(&model_path).context("the shards' model")?;
-    if sha != meta.model_sha256 {
-        return Err(crate::Error::BadData(format!(
-            "{} is not the model the shards scanned (sha256 {sha}, theirs {})",
-            model_path.display(),
-            meta.model_sha256
-        ))
-        .into());
-    }
-    let file = GgufFile::open(&model_path)?;
-    match Precision::from_name(&meta.precision) {
-        Some(Precision::F32) => merge_in::<f32>(&args, &file, &shards, start, staged),
-        Some(Precision::F64) => merge_in::<f64>(&args, &file, &shards, start, staged),
-        None => Err(crate::Error::BadData(format!(
-            "{}: unknown precision '{}' (expected f32 or f64)",
-            shards[0].dir.display(),
-            meta.precision
-        ))
-        .into()),
-    }
-}
-
-fn merge_in<T: Real>(
-    args: &Args,
-    file: &GgufFile,
-    shards: &[ShardDir],
-    start: Instant,
-    staged: StagedDir,
-) -> anyhow::Result<()> {
-    let model = Model::<T>::load(file).context("loading the model")?;
-    let outcome = shard::merge(&model, shards, &Bars::new(args.quiet))?;
-    let mut meta = shards[0].record.meta.clone();
-    meta.elapsed_seconds = shards
-        .iter()
-        .map(|s| s.record.meta.elapsed_seconds)
-        .sum::<f64>()
-        + start.elapsed().as_secs_f64();
-    meta.step_seconds = outcome.step_seconds.clone();
-    meta.command = std::env::args().collect();
-    meta.complete = true;
-    let params = shard::params_of(&meta)?;
-    write_scan(
-        &model,
-        outcome,
-        &params,
-        &meta,
-        &shards[0].prompts,
-        staged,
-        start,
-    )
+    let req = MergeRequest {
+        shards: args.shards,
+        model: args.model,
+        force: args.force,
+        command: std::env::args().collect(),
+    };
+    let done = scan::merge(&req, &args.out, &Bars::new(args.quiet))?;
+    print_summary(&done);
+    Ok(())
 }

@@ -218,11 +218,15 @@ fn start_threads(threads: Option<usize>) -> anyhow::Result<()> {
 }
 
 /// A failed command's message as one line: its chain of causes joined by ": ", leaving out a cause whose text
-/// the line already ends with (an [`Error::Io`] states its operating-system error, which is also its cause).
+/// the line already ends with (an [`Error::Io`] states its operating-system error, which is also its cause);
+/// a request parameter is named by its flag.
 pub fn error_message(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
-        let text = cause.to_string();
+        let text = match cause.downcast_ref::<Error>() {
+            Some(err) => flag_text(err),
+            None => cause.to_string(),
+        };
         if line.ends_with(&text) {
             continue;
         }
@@ -232,6 +236,15 @@ pub fn error_message(e: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+/// The message of `e` as the command line states it: a parameter is named by its flag (`--delta-max`).
+fn flag_text(e: &Error) -> String {
+    match e {
+        Error::Parameter { name, problem } => format!("--{} {problem}", name.replace('_', "-")),
+        Error::Context { context, source } => format!("{context}: {}", flag_text(source)),
+        _ => e.to_string(),
+    }
 }
 
 /// The kind of a failed command: that of the first ropescope [`Error`] in its chain of causes, else

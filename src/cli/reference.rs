@@ -1,6 +1,6 @@
 //! `ropescope reference`: the golden reference of a forward pass, as `.npy` files.
 
-use super::args::{parse_layers, parse_rows, read_id_file, TextSource};
+use super::args::{parse_layers, parse_rows, TextSource};
 use super::OrArgument;
 use crate::gguf::GgufFile;
 use crate::io::inputs::Inputs;
@@ -47,7 +47,7 @@ pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
     let to_u32 =
         |v: i64| u32::try_from(v).or_argument(|| format!("token id {v} is not a valid id"));
     if spec.ends_with(".npy") || Path::new(spec).symlink_metadata().is_ok() {
-        return read_id_file(Path::new(spec));
+        return Ok(crate::io::token_ids::read_file(Path::new(spec))?);
     }
     spec.split(',')
         .map(|s| {

@@ -132,6 +132,13 @@ pub fn read_capped(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
     read_stream_capped(file, &origin, limit, what)
 }
 
+/// The UTF-8 text of the regular file `path`, of at most [`MAX_TEXT_BYTES`]; other bytes are
+/// [`Error::Argument`].
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = read_capped(path, MAX_TEXT_BYTES, "a text file")?;
+    String::from_utf8(bytes).map_err(|_| Error::Argument(format!("{} is not UTF-8 text", path.display())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -191,17 +191,20 @@ fn not_ours(target: &Path, records: &[Record]) -> Error {
     let more = if count > NAMED_ENTRIES { ", …" } else { "" };
     names.truncate(NAMED_ENTRIES);
     let files: Vec<&str> = records.iter().map(|r| r.file).collect();
-    Error::Argument(format!(
-        "{} is not an output of this command (no {} of one in it); --force would remove its {count} \
-         entries ({}{more}), so it is refused: choose another directory, or empty it yourself",
-        target.display(),
-        if files.is_empty() {
-            "completion record".to_string()
-        } else {
-            files.join(" or ")
-        },
-        names.join(", ")
-    ))
+    Error::parameter(
+        "force",
+        format!(
+            "would remove the {count} entries ({}{more}) of {}, which is not an output of this command (no {} \
+             of one in it), so it is refused: choose another directory, or empty it yourself",
+            names.join(", "),
+            target.display(),
+            if files.is_empty() {
+                "completion record".to_string()
+            } else {
+                files.join(" or ")
+            },
+        ),
+    )
 }
 
 impl StagedDir {
@@ -232,10 +235,13 @@ impl StagedDir {
         let non_empty = std::fs::read_dir(&target).is_ok_and(|mut d| d.next().is_some());
         let refusal = match (non_empty, how.force) {
             (false, _) => None,
-            (true, false) => Some(Error::Argument(format!(
-                "{} exists and is not empty; choose another directory or give --force to replace it",
-                target.display()
-            ))),
+            (true, false) => Some(Error::parameter(
+                "force",
+                format!(
+                    "is needed to replace {}, which exists and is not empty; or choose another directory",
+                    target.display()
+                ),
+            )),
             (true, true) if how.records.iter().any(|r| r.is_in(&target)) => None,
             (true, true) => Some(not_ours(&target, how.records)),
         };
@@ -410,7 +416,7 @@ mod tests {
         assert!(begin(&target, false)
             .unwrap_err()
             .to_string()
-            .contains("give --force"));
+            .contains("force is needed to replace"));
         let s = begin(&target, true).unwrap();
         std::fs::write(s.path().join("b"), b"2").unwrap();
         drop(s);
@@ -477,7 +483,7 @@ mod tests {
         let err = begin(&target, true).unwrap_err().to_string();
         assert!(
             err.contains("is not an output of this command (no done.json of one in it)")
-                && err.contains("its 6 entries (a, b, c, data, notes, …)"),
+                && err.contains("force would remove the 6 entries (a, b, c, data, notes, …)"),
             "{err}"
         );
         // A record of another kind, or with its key false, is not this command's.

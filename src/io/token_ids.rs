@@ -6,7 +6,16 @@
 //! scalar) is refused rather than flattened, since reading it as one prompt would run a sequence nobody wrote.
 
 use crate::error::{Error, Result};
+use crate::io::input_file::MAX_IDS_BYTES;
 use crate::io::npy::Array;
+use std::path::Path;
+
+/// The token ids of the `.npy` file `path`: a regular file of at most [`MAX_IDS_BYTES`], read as
+/// [`from_array`] reads an array.
+pub fn read_file(path: &Path) -> Result<Vec<u32>> {
+    let a = Array::read_limited(path, MAX_IDS_BYTES, "a token-id file")?;
+    from_array(&a, &path.display().to_string())
+}
 
 /// The ids of `a`, read from `origin` (named in errors): an integer array of shape `[n]` or `[1, n]`, every
 /// value in `0..=u32::MAX`. Anything else is [`Error::BadData`].

@@ -6,6 +6,7 @@
 
 pub mod config;
 mod finite;
+mod memory;
 mod ops;
 mod prefix;
 internal_mod! {
@@ -17,6 +18,7 @@ internal_mod! {
 
 pub use arch::SUPPORTED;
 pub use config::{Activation, LayerConfig, ModelConfig};
+pub use memory::MEMORY_LIMIT_VAR;
 pub use prefix::PrefixKv;
 
 use crate::capture::{Capture, HeadInfo, LayerPlan};
@@ -73,86 +75,6 @@ impl<T: Real> Model<T> {
     /// The weights (token embeddings, per-layer projections), for analyses of the weights themselves.
     pub(crate) fn weights(&self) -> &Weights<T> {
         &self.weights
-    }
-
-    /// Checks a prompt before any heavy work: non-empty, every id in the vocabulary, no longer than the
-    /// context, and small enough for this machine's available memory.
-    pub fn validate(&self, ids: &[u32]) -> Result<()> {
-        self.validate_with_capture(ids, 0, "")
-    }
-
-    /// [`Model::validate`] for a run that also keeps `capture_bytes` of results in memory; `reduce` says which
-    /// options reduce them (appended to the error).
-    pub fn validate_with_capture(
-        &self,
-        ids: &[u32],
-        capture_bytes: u64,
-        reduce: &str,
-    ) -> Result<()> {
-        let c = &self.config;
-        if ids.is_empty() {
-            return Err(Error::Argument("the prompt has no tokens".into()));
-        }
-        if let Some((pos, &id)) = ids
-            .iter()
-            .enumerate()
-            .find(|(_, &id)| id as usize >= c.vocab_size)
-        {
-            return Err(Error::Argument(format!(
-                "token id {id} at position {pos} is outside the vocabulary of {} tokens",
-                c.vocab_size
-            )));
-        }
-        self.preflight(ids.len(), capture_bytes, reduce)
-    }
-
-    /// The length and memory checks of [`Model::validate_with_capture`] for a run of `n` tokens, before its
-    /// prompt exists: no longer than the context, and small enough for the available memory with
-    /// `capture_bytes` of kept results (`reduce`, appended to the error, says what reduces them).
-    pub fn preflight(&self, n: usize, capture_bytes: u64, reduce: &str) -> Result<()> {
-        let c = &self.config;
-        if n > c.context_length {
-            return Err(Error::Argument(format!(
-                "the prompt has {n} tokens, more than the model's context of {}",
-                c.context_length
-            )));
-        }
-        let work = self.activation_bytes(n);
-        let need = work.saturating_add(capture_bytes);
-        if let Some(avail) = available_memory()? {
-            if need > avail {
-                let kept = if capture_bytes > 0 {
-                    format!(
-                        " ({} for the forward pass, {} for the results it keeps)",
-                        mib(work),
-                        mib(capture_bytes)
-                    )
-                } else {
-                    String::new()
-                };
-                return Err(Error::Resource(format!(
-                    "a {n}-token run needs about {} of memory{kept}; {} are available{reduce}",
-                    mib(need),
-                    mib(avail)
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Working memory of a forward pass over `n` tokens (activations of one layer plus attention blocks).
-    pub fn activation_bytes(&self, n: usize) -> u64 {
-        let c = &self.config;
-        let per_token = 3 * c.n_embd
-            + 2 * (c.n_heads * c.head_dim + c.n_kv_heads * c.head_dim) // q, k and their pre-RoPE copies
-            + c.n_kv_heads * c.head_dim // the keys transposed for the score products
-            + c.n_kv_heads * c.value_dim
-            + 2 * c.n_heads * c.value_dim
-            + 3 * c.n_ff;
-        let blocks = c.n_heads * 2 * attention::ROW_BLOCK; // logits and probabilities per head block, per token
-        ((per_token + blocks) as u64)
-            .saturating_mul(n as u64)
-            .saturating_mul(std::mem::size_of::<T>() as u64)
     }
 
     /// Runs the model on `ids`, handing attention to `capture`, and returns the logits of `opts.logits_rows`.
@@ -523,55 +445,4 @@ fn add_into<T: Real>(x: &mut [T], y: &[T]) {
     x.par_iter_mut()
         .zip(y.par_iter())
         .for_each(|(a, &b)| *a = *a + b);
-}
-
-/// `bytes` in MiB, whole from 10 MiB up, with two decimals below.
-fn mib(bytes: u64) -> String {
-    let m = bytes as f64 / (1u64 << 20) as f64;
-    if m >= 10.0 {
-        format!("{} MiB", bytes >> 20)
-    } else {
-        format!("{m:.2} MiB")
-    }
-}
-
-/// Environment variable that caps the memory runs may plan to use, in bytes or with a binary suffix (`512M`,
-/// `2G`): for shared machines, and to try the pre-flight refusals.
-pub const MEMORY_LIMIT_VAR: &str = "ROPESCOPE_MAX_MEMORY";
-
-/// Bytes of memory available to this process: Linux's `MemAvailable`, lowered by [`MEMORY_LIMIT_VAR`] when set;
-/// `None` when neither is known. A malformed limit is an error.
-fn available_memory() -> Result<Option<u64>> {
-    let os = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|info| {
-            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib.saturating_mul(1024))
-        });
-    let limit = match std::env::var(MEMORY_LIMIT_VAR) {
-        Ok(v) => Some(parse_size(&v).ok_or_else(|| {
-            Error::Argument(format!(
-                "{MEMORY_LIMIT_VAR}={v:?} is not a size (bytes, or a number with K, M, G or T)"
-            ))
-        })?),
-        Err(_) => None,
-    };
-    Ok(match (os, limit) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
-}
-
-/// `123`, `512K`, `64M`, `2G`, `1T` (binary multiples) as bytes.
-fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (digits, shift) = match t.char_indices().last()? {
-        (i, 'K' | 'k') => (&t[..i], 10),
-        (i, 'M' | 'm') => (&t[..i], 20),
-        (i, 'G' | 'g') => (&t[..i], 30),
-        (i, 'T' | 't') => (&t[..i], 40),
-        _ => (t, 0),
-    };
-    digits.parse::<u64>().ok()?.checked_mul(1u64 << shift)
 }

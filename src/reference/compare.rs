@@ -177,26 +177,30 @@ pub fn compare_dirs(
     Ok((out, only))
 }
 
-/// Applies a tolerance override `KIND=nmse:X` or `KIND=max_abs:X` (the command line's `--tol`) to `tolerances`:
+/// Applies a tolerance override `KIND=nmse:X` or `KIND=max_abs:X` (`tol`) to `tolerances`:
 /// `KIND` one of its kinds, `X` a finite number, 0 or more.
 pub fn apply_override(tolerances: &mut BTreeMap<String, Tolerance>, spec: &str) -> Result<()> {
-    let bad = || Error::Argument(format!("--tol '{spec}': expected KIND=METRIC:VALUE"));
+    let bad = || Error::parameter("tol", format!("'{spec}': expected KIND=METRIC:VALUE"));
     let (kind, rest) = spec.split_once('=').ok_or_else(bad)?;
     let (metric, value) = rest.split_once(':').ok_or_else(bad)?;
     let value: f64 = value
         .parse()
-        .map_err(|_| Error::Argument(format!("--tol '{spec}': '{value}' is not a number")))?;
+        .map_err(|_| Error::parameter("tol", format!("'{spec}': '{value}' is not a number")))?;
     if !(value.is_finite() && value >= 0.0) {
-        return Err(Error::Argument(format!(
-            "--tol '{spec}': {value} is out of range: a finite number, 0 or more"
-        )));
+        return Err(Error::parameter(
+            "tol",
+            format!("'{spec}': {value} is out of range: a finite number, 0 or more"),
+        ));
     }
     if !tolerances.contains_key(kind) {
         let known: Vec<&str> = tolerances.keys().map(String::as_str).collect();
-        return Err(Error::Argument(format!(
-            "--tol '{spec}': unknown kind '{kind}' (known: {})",
-            known.join(", ")
-        )));
+        return Err(Error::parameter(
+            "tol",
+            format!(
+                "'{spec}': unknown kind '{kind}' (known: {})",
+                known.join(", ")
+            ),
+        ));
     }
     let t = tolerances.entry(kind.to_string()).or_insert(Tolerance {
         nmse: None,
@@ -206,9 +210,10 @@ pub fn apply_override(tolerances: &mut BTreeMap<String, Tolerance>, spec: &str) 
         "nmse" => t.nmse = Some(value),
         "max_abs" => t.max_abs = Some(value),
         other => {
-            return Err(Error::Argument(format!(
-                "--tol '{spec}': unknown metric '{other}' (nmse or max_abs)"
-            )))
+            return Err(Error::parameter(
+                "tol",
+                format!("'{spec}': unknown metric '{other}' (nmse or max_abs)"),
+            ))
         }
     }
     Ok(())

@@ -99,7 +99,7 @@ fn check_request<T: Real>(model: &Model<T>, ids: &[u32], req: &ReferenceRequest)
     model.validate_with_capture(
         ids,
         capture_bytes(model, t, req),
-        "; capture fewer layers (--layers) or rows (--rows)",
+        "; capture fewer layers (layers) or rows (rows)",
     )
 }
 

@@ -4,6 +4,7 @@
 //! The format is append-only: fields are added, never renamed or removed; [`FORMAT_VERSION`] grows when a
 //! field's meaning changes. Scores of an analysis that did not run are `null`.
 
+use super::ScanParams;
 use serde::{Deserialize, Serialize};
 
 /// Version of the output format, in `meta.json` and `summary.json`.
@@ -74,7 +75,7 @@ pub struct Meta {
     /// The prompt sets, natural first.
     pub prompt_sets: Vec<PromptSetMeta>,
     /// Measurement parameters.
-    pub parameters: Parameters,
+    pub parameters: ScanParams,
     /// Analyses that ran, by their CLI names.
     pub analyses: Vec<String>,
     /// Wall-clock time of the whole scan, seconds.
@@ -159,29 +160,6 @@ pub struct PromptSetMeta {
     pub lengths: Vec<usize>,
     /// Where each prompt came from: a built-in text's name, a file path, or `"uniform random ids"`.
     pub sources: Vec<String>,
-}
-
-/// Measurement parameters of a scan (defaults in `scan::params`).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Parameters {
-    /// Largest offset `Δ` of the slash scores.
-    pub delta_max: usize,
-    /// κ of (κ, Δ)-slash dominance.
-    pub kappa: f64,
-    /// A chunk is low-frequency when `g_l` is below this (radians per token).
-    pub low_band_max_frequency: f64,
-    /// A chunk is high-frequency when `g_l` is at or above this; medium between the edges.
-    pub high_band_min_frequency: f64,
-    /// Mean attention on key 0 from which a head is labelled `sink`.
-    pub sink_threshold: f64,
-    /// Side of the downsampled attention maps (at most).
-    pub map_size: usize,
-    /// Number of vocabulary rows sampled for the cone analysis.
-    pub cone_tokens: usize,
-    /// Seed of the random prompts and of the cone sample.
-    pub seed: u64,
-    /// Target length of each prompt, tokens.
-    pub prompt_length: usize,
 }
 
 /// `summary.json`: every head's scores and label, and model-wide results.

@@ -73,8 +73,7 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
 
 /// What reduces a scan's memory, appended to a refusal.
 pub const REDUCE: &str =
-    "; shorten the prompts (--length), or leave out analyses (--analyses), or give \
-                          fewer prompts (--count)";
+    "; shorten the prompts (length), leave out analyses (analyses) or give fewer prompts (count)";
 
 /// Bytes the token ids of `count` natural prompts of at most `longest` tokens and as many random ones take,
 /// each set held twice (the prompts and the ids the passes read).
@@ -95,19 +94,23 @@ pub fn preflight<T: Real>(
     longest: usize,
 ) -> Result<()> {
     if !(1..=MAX_PROMPT_COUNT).contains(&count) {
-        return Err(Error::Argument(format!(
-            "{count} prompts (--count) is out of range: 1 to {MAX_PROMPT_COUNT}"
-        )));
+        return Err(Error::parameter(
+            "count",
+            format!("{count} is out of range: 1 to {MAX_PROMPT_COUNT}"),
+        ));
     }
     if longest == 0 {
         return Err(Error::Argument("the prompts have no tokens".into()));
     }
     if params.delta_max >= longest {
-        return Err(Error::Argument(format!(
-            "--delta-max {} is out of range: 0 to {} (below the prompts' length of {longest} tokens)",
-            params.delta_max,
-            longest.saturating_sub(1)
-        )));
+        return Err(Error::parameter(
+            "delta_max",
+            format!(
+                "{} is out of range: 0 to {} (below the prompts' length of {longest} tokens)",
+                params.delta_max,
+                longest.saturating_sub(1)
+            ),
+        ));
     }
     let kept = retained_bytes(model, longest, params).saturating_add(prompt_bytes(count, longest));
     model.preflight(longest, kept, REDUCE)

@@ -2,6 +2,7 @@
 
 use crate::analysis::fourier::{DEFAULT_HIGH_BAND_MIN_FREQUENCY, DEFAULT_LOW_BAND_MAX_FREQUENCY};
 use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Default largest slash offset `Δmax`: covers the diagonal, previous-token and short-offset slash heads.
@@ -140,27 +141,32 @@ impl fmt::Display for Analysis {
     }
 }
 
-/// Everything a scan measures with, besides the model and the prompts.
-#[derive(Clone, Debug, PartialEq)]
+/// Everything a scan measures with, besides the model and the prompts: the analyses it runs, and the
+/// measurement parameters `meta.json` records as `parameters` (its field order is the file's; the analyses are
+/// recorded beside them, as `analyses`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScanParams {
     /// Analyses to run (sorted, available ones only).
+    #[serde(skip, default = "Analysis::defaults")]
     pub analyses: Vec<Analysis>,
-    /// Largest slash offset.
+    /// Largest offset `Δ` of the slash scores.
     pub delta_max: usize,
-    /// κ of slash dominance.
+    /// κ of (κ, Δ)-slash dominance.
     pub kappa: f64,
-    /// Upper edge of the low band (radians per token).
+    /// A chunk is low-frequency when `g_l` is below this (radians per token).
     pub low_band_max_frequency: f64,
-    /// Lower edge of the high band.
+    /// A chunk is high-frequency when `g_l` is at or above this; medium between the edges.
     pub high_band_min_frequency: f64,
-    /// Sink label threshold.
+    /// Mean attention on key 0 from which a head is labelled `sink`.
     pub sink_threshold: f64,
-    /// Largest side of attention maps.
+    /// Side of the downsampled attention maps (at most).
     pub map_size: usize,
-    /// Vocabulary rows sampled for the cone.
+    /// Number of vocabulary rows sampled for the cone analysis.
     pub cone_tokens: usize,
-    /// Seed of random prompts and of the cone sample.
+    /// Seed of the random prompts and of the cone sample.
     pub seed: u64,
+    /// Target length of each natural prompt, tokens (text prompts are continued cyclically up to it).
+    pub prompt_length: usize,
 }
 
 impl Default for ScanParams {
@@ -175,6 +181,7 @@ impl Default for ScanParams {
             map_size: DEFAULT_MAP_SIZE,
             cone_tokens: DEFAULT_CONE_TOKENS,
             seed: DEFAULT_SEED,
+            prompt_length: DEFAULT_PROMPT_LENGTH,
         }
     }
 }

@@ -40,15 +40,35 @@ pub struct Shard {
     pub count: usize,
 }
 
+impl Shard {
+    /// Shard `index` of `count`, with `0 ≤ index < count ≤` [`MAX_SHARDS`].
+    pub fn new(index: usize, count: usize) -> Result<Self> {
+        if index >= count {
+            return Err(Error::parameter(
+                "shard",
+                format!("{index}/{count}: expected K/N with 0 ≤ K < N (e.g. 0/4 for the first of four shards)"),
+            ));
+        }
+        if count > MAX_SHARDS {
+            return Err(Error::parameter(
+                "shard",
+                format!("{index}/{count}: N = {count} is out of range: 1 to {MAX_SHARDS}"),
+            ));
+        }
+        Ok(Self { index, count })
+    }
+}
+
 impl std::str::FromStr for Shard {
     type Err = Error;
 
-    /// Parses `K/N` with `0 ≤ K < N ≤` [`MAX_SHARDS`].
+    /// Parses `K/N` as [`Shard::new`] takes it.
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
-            Error::Argument(format!(
-                "--shard '{s}': expected K/N with 0 ≤ K < N (e.g. 0/4 for the first of four shards)"
-            ))
+            Error::parameter(
+                "shard",
+                format!("'{s}': expected K/N with 0 ≤ K < N (e.g. 0/4 for the first of four shards)"),
+            )
         };
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
@@ -58,12 +78,7 @@ impl std::str::FromStr for Shard {
         if index >= count {
             return Err(bad());
         }
-        if count > MAX_SHARDS {
-            return Err(Error::Argument(format!(
-                "N = {count} is out of range: 1 to {MAX_SHARDS}"
-            )));
-        }
-        Ok(Self { index, count })
+        Self::new(index, count)
     }
 }
 
@@ -179,7 +194,7 @@ fn check_shardable<T: Real>(model: &Model<T>) -> Result<()> {
     let c = &model.config;
     if c.layers.iter().any(|l| l.rope.n_chunks() != c.n_chunks()) {
         return Err(Error::Unsupported(
-            "--shard: this model's layers rotate different numbers of chunks; scan it unsharded"
+            "a sharded scan: this model's layers rotate different numbers of chunks; scan it unsharded"
                 .into(),
         ));
     }
@@ -200,14 +215,17 @@ pub fn run_shard<T: Real>(
     check_shardable(model)?;
     let all = tasks(params, natural.len(), random.len());
     if shard.count > all.len() {
-        return Err(Error::Argument(format!(
-            "--shard {}/{}: N = {} is out of range: 1 to {}, the number of tasks of this scan (every shard must \
-             have one)",
-            shard.index,
-            shard.count,
-            shard.count,
-            all.len()
-        )));
+        return Err(Error::parameter(
+            "shard",
+            format!(
+                "{}/{}: N = {} is out of range: 1 to {}, the number of tasks of this scan (every shard must \
+                 have one)",
+                shard.index,
+                shard.count,
+                shard.count,
+                all.len()
+            ),
+        ));
     }
     let mine = shard_tasks(shard, &all);
     let mut records = Vec::new();
@@ -379,7 +397,7 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
         let path = dir.join(SHARD_FILE);
         if !path.exists() {
             return Err(Error::BadData(format!(
-                "{}: not a shard directory (no {SHARD_FILE}): write shards with `ropescope scan --shard K/N`",
+                "{}: not a shard directory (no {SHARD_FILE}): a sharded scan writes one",
                 dir.display()
             )));
         }
@@ -466,20 +484,11 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
     Ok(shards)
 }
 
-/// The scan parameters recorded in a shard's meta.
+/// The scan parameters recorded in a scan's or shard's meta, its analyses included.
 pub fn params_of(meta: &Meta) -> Result<ScanParams> {
-    let p = &meta.parameters;
-    let analyses = Analysis::parse_list(&meta.analyses.join(","))?;
     Ok(ScanParams {
-        analyses,
-        delta_max: p.delta_max,
-        kappa: p.kappa,
-        low_band_max_frequency: p.low_band_max_frequency,
-        high_band_min_frequency: p.high_band_min_frequency,
-        sink_threshold: p.sink_threshold,
-        map_size: p.map_size,
-        cone_tokens: p.cone_tokens,
-        seed: p.seed,
+        analyses: Analysis::parse_list(&meta.analyses.join(","))?,
+        ..meta.parameters.clone()
     })
 }
 

@@ -181,8 +181,9 @@ impl Plan {
         let ty = match (quant, source) {
             (Quant::Keep, Some(ty)) => ty,
             (Quant::Keep, None) => {
-                return Err(Error::Argument(
-                    "a named shape has no types to keep: give --quant TYPE".into(),
+                return Err(Error::parameter(
+                    "quant",
+                    "is needed: a named shape has no types to keep",
                 ))
             }
             (Quant::All(_), _) if dims.len() < 2 || is_rope_factors(name) => GgmlType::F32,
