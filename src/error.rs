@@ -121,8 +121,13 @@ pub enum Error {
     },
     /// A data file other than the model (a scan directory's JSON or `.npy` files, a reference directory) whose
     /// content is invalid or does not fit the rest of the directory.
-    #[error("{0}")]
-    BadData(String),
+    #[error("{}: {what}", path.display())]
+    BadData {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
     /// A valid input that asks for something ropescope does not do (the message names it).
     #[error("{0}")]
     Unsupported(String),
@@ -254,7 +259,7 @@ impl Error {
             | Error::MissingKey(_)
             | Error::BadValue { .. }
             | Error::NonFinite { .. }
-            | Error::BadData(_) => ErrorKind::BadFile,
+            | Error::BadData { .. } => ErrorKind::BadFile,
             Error::UnsupportedVersion(_)
             | Error::UnsupportedType { .. }
             | Error::NotImplemented { .. }
@@ -274,6 +279,14 @@ impl Error {
         Error::Parameter {
             name,
             problem: problem.into(),
+        }
+    }
+
+    /// A [`Error::BadData`] error: what is wrong with the data file `path`.
+    pub fn bad_data(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+        Error::BadData {
+            path: path.into(),
+            what: what.into(),
         }
     }
 

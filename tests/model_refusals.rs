@@ -517,7 +517,7 @@ fn reference_refuses_a_capture_larger_than_memory() {
     assert!(
         err.contains("a 4096-token run needs about")
             && err.contains("MiB for the results it keeps")
-            && err.contains("MiB are available; capture fewer layers (--layers) or rows (--rows)"),
+            && err.contains("MiB are available; capture fewer layers (layers) or rows (rows)"),
         "{err}"
     );
     assert!(!out.exists());

@@ -343,9 +343,8 @@ fn scan_larger_than_memory_is_refused_before_any_work() {
     assert!(
         err.contains("a 40-token run needs about")
             && err.contains("MiB for the results it keeps")
-            && err.contains(
-                "0 MiB are available; shorten the prompts (--length), or leave out analyses"
-            ),
+            && err
+                .contains("0 MiB are available; shorten the prompts (length), leave out analyses"),
         "{err}"
     );
     assert!(!out.exists());

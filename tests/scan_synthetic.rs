@@ -112,7 +112,7 @@ fn scan_slash_model() -> (Model<f64>, scan::ScanOutcome) {
         cone_tokens: 64,
         ..ScanParams::default()
     };
-    let outcome = scan::run(&model, &natural, &random, &params, &NoProgress).unwrap();
+    let outcome = scan::analyse(&model, &natural, &random, &params, &NoProgress).unwrap();
     (model, outcome)
 }
 

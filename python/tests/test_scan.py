@@ -40,7 +40,7 @@ def test_scan_errors_are_the_command_lines(model_path, tmp_path):
         rs.scan(model_path, tmp_path / "out", analyses="nonsense")
     assert e.value.kind == "argument"
     assert not os.path.exists(tmp_path / "out")
-    with pytest.raises(rs.RopescopeError, match="missing shard 1/2 of 2") as e:
+    with pytest.raises(rs.RopescopeError, match="a shard of 2, given without shard 1/2") as e:
         rs.scan(model_path, tmp_path / "s0", shard=(0, 2), **OPTIONS)
         rs.merge([tmp_path / "s0"], tmp_path / "merged")
     assert e.value.kind == "bad_file"

@@ -180,7 +180,7 @@ pub fn run<T: Real>(
         .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
         .max_by_key(|l| l.rope.n_chunks())
         .map(|l| l.rope.spec(longest))
-        .ok_or_else(|| Error::BadData("the model has no layers".into()))?;
+        .ok_or_else(|| Error::Malformed("the model has no layers".into()))?;
     let frequencies: Vec<f64> = (0..spec.n_chunks())
         .map(|l| spec.frequency::<f64>(l))
         .collect();

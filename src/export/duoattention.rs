@@ -37,10 +37,7 @@ pub fn full_attention_heads(data: &ScanData) -> Result<Vec<Vec<f64>>> {
             .get_mut(h.layer)
             .and_then(|l| l.get_mut(h.kv_head))
             .ok_or_else(|| {
-                Error::BadData(format!(
-                    "{}: head L{}H{} names KV head {}, outside the model's {} × {}",
-                    data.dir.display(),
-                    h.layer,
+                Error::bad_data(&data.dir, format!("head L{}H{} names KV head {}, outside the model's {} × {}", h.layer,
                     h.head,
                     h.kv_head,
                     m.n_layers,

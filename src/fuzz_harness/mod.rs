@@ -224,7 +224,8 @@ fn npy_array(data: &[u8]) -> Result<()> {
 
 /// Parses the bytes as each JSON file a scan directory holds; succeeds when any of them accepts it.
 fn scan_json(data: &[u8]) -> Result<()> {
-    let bad = |e: serde_json::Error| Error::BadData(format!("not a valid scan file ({e})"));
+    let bad =
+        |e: serde_json::Error| Error::bad_data("input", format!("not a valid scan file ({e})"));
     let meta = serde_json::from_slice::<Meta>(data).map(drop).map_err(bad);
     let summary = serde_json::from_slice::<Summary>(data)
         .map(drop)
@@ -266,7 +267,7 @@ pub fn parts<const N: usize>(data: &[u8]) -> [&[u8]; N] {
 
 /// Parses one JSON file of a multi-file input, naming it in the error.
 fn json<T: serde::de::DeserializeOwned>(bytes: &[u8], name: &str) -> Result<T> {
-    serde_json::from_slice(bytes).map_err(|e| Error::BadData(format!("{name}: not valid ({e})")))
+    serde_json::from_slice(bytes).map_err(|e| Error::bad_data(name, format!("not valid ({e})")))
 }
 
 /// A scan directory: the parts ([`parts`]) `meta.json`, `summary.json`, `ablation.json`, `shard.json` and

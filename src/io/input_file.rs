@@ -58,10 +58,7 @@ fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
     if meta.is_file() {
         return Ok(());
     }
-    Err(Error::BadData(format!(
-        "{}: {} is not an input ropescope reads (inputs are regular files)",
-        path.display(),
-        kind_of(meta)
+    Err(Error::bad_data(path, format!("{} is not an input ropescope reads (inputs are regular files)", kind_of(meta)
     )))
 }
 

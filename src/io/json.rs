@@ -11,7 +11,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Res
     use super::input_file::{read_capped, MAX_JSON_BYTES};
     let text = read_capped(path, MAX_JSON_BYTES, "a JSON file")?;
     serde_json::from_slice(&text)
-        .map_err(|e| Error::BadData(format!("{}: not a valid {what} file ({e})", path.display())))
+        .map_err(|e| Error::bad_data(path, format!("not a valid {what} file ({e})")))
 }
 
 /// Writes `value` as pretty-printed JSON (with a final newline) to `path`, atomically.

@@ -203,7 +203,7 @@ impl Array {
 
     /// Parses `bytes`, naming `origin` in any error.
     fn parse(bytes: &[u8], origin: &str) -> Result<Self> {
-        let bad = |why: &str| Error::BadData(format!("{origin}: not a readable .npy file ({why})"));
+        let bad = |why: &str| Error::bad_data(origin, format!("not a readable .npy file ({why})"));
         if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
             return Err(bad("no NUMPY magic"));
         }

@@ -21,25 +21,28 @@ pub fn read_file(path: &Path) -> Result<Vec<u32>> {
 /// value in `0..=u32::MAX`. Anything else is [`Error::BadData`].
 pub fn from_array(a: &Array, origin: &str) -> Result<Vec<u32>> {
     if !matches!(a.shape[..], [_] | [1, _]) {
-        return Err(Error::BadData(format!(
-            "{origin}: token ids of shape {:?}; one prompt's ids are a 1-D array [n] or a batch of one [1, n], \
-             not flattened from other shapes",
-            a.shape
-        )));
+        return Err(Error::bad_data(
+            origin,
+            format!(
+                "token ids of shape {:?}; one prompt's ids are a 1-D array [n] or a batch of one [1, n], not \
+                 flattened from other shapes",
+                a.shape
+            ),
+        ));
     }
     let ints = a.to_i64().ok_or_else(|| {
-        Error::BadData(format!(
-            "{origin}: token ids must be integers (<i4 or <i8), not {:?}",
-            a.dtype
-        ))
+        Error::bad_data(
+            origin,
+            format!("token ids must be integers (<i4 or <i8), not {:?}", a.dtype),
+        )
     })?;
     ints.into_iter()
         .map(|v| {
             u32::try_from(v).map_err(|_| {
-                Error::BadData(format!(
-                    "{origin}: token id {v} is outside the allowed 0..={}",
-                    u32::MAX
-                ))
+                Error::bad_data(
+                    origin,
+                    format!("token id {v} is outside the allowed 0..={}", u32::MAX),
+                )
             })
         })
         .collect()

@@ -136,11 +136,14 @@ pub(crate) fn sort_names(names: impl IntoIterator<Item = String>) -> Listing {
 pub(crate) fn check_ids(a: &Array, ids: &[u32], origin: &str) -> Result<()> {
     let theirs = crate::io::token_ids::from_array(a, origin)?;
     if theirs != ids {
-        return Err(Error::BadData(format!(
-            "{origin} holds other token ids than the ones given ({} ids against {})",
-            theirs.len(),
-            ids.len()
-        )));
+        return Err(Error::bad_data(
+            origin,
+            format!(
+                "holds other token ids than the ones given ({} ids against {})",
+                theirs.len(),
+                ids.len()
+            ),
+        ));
     }
     Ok(())
 }
@@ -158,7 +161,7 @@ fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
 
 /// The query rows a dump's `meta.json` (`text`, read from `origin`) states for a pass of `t` tokens.
 pub(crate) fn rows_of(text: &[u8], t: usize, origin: &str) -> Result<Range<usize>> {
-    let bad = |why: &str| Error::BadData(format!("{origin}: {why}"));
+    let bad = |why: &str| Error::bad_data(origin, why);
     let meta: serde_json::Value =
         serde_json::from_slice(text).map_err(|e| bad(&format!("not JSON ({e})")))?;
     let Some(rows) = meta.get("rows") else {
@@ -188,10 +191,7 @@ pub(crate) fn compare_tensor(
 ) -> Result<TensorDivergence> {
     let shape = &ours.shape;
     if &dump.shape != shape {
-        return Err(Error::BadData(format!(
-            "{}: shape {:?}, expected {shape:?}",
-            dir.join(file).display(),
-            dump.shape
+        return Err(Error::bad_data(dir.join(file), format!("shape {:?}, expected {shape:?}", dump.shape
         )));
     }
     let (a, b) = (dump.to_f64(), &ours.data);
@@ -313,10 +313,7 @@ pub fn diverge(
     }
     let n_layers = model.config.n_layers;
     if let Some(((l, _), file)) = listing.tensors.iter().find(|((l, _), _)| *l >= n_layers) {
-        return Err(Error::BadData(format!(
-            "{}: layer {l} does not exist (the model has {n_layers})",
-            dir.join(file).display()
-        )));
+        return Err(Error::bad_data(dir.join(file), format!("layer {l} does not exist (the model has {n_layers})")));
     }
     if listing.ids {
         let path = dir.join("ids.npy");
@@ -610,7 +607,7 @@ mod tests {
                 .contains("not [A, B] with A < B ≤ 7"));
         }
         std::fs::write(&meta, "{").unwrap();
-        assert!(matches!(dump_rows(dir.path(), 7), Err(Error::BadData(_))));
+        assert!(matches!(dump_rows(dir.path(), 7), Err(Error::BadData { .. })));
     }
 
     /// A synthetic llama model and the ids it runs on.
@@ -733,7 +730,7 @@ mod tests {
         float32_dump(&model, &ids, &[0], dir.path(), &[]);
         npy::write(&dir.path().join("k_L0.npy"), &[1, 2], &[0.0f32, 0.0]).unwrap();
         let e = err(dir.path());
-        assert!(matches!(e, Error::BadData(_)));
+        assert!(matches!(e, Error::BadData { .. }));
         assert!(
             e.to_string()
                 .ends_with("k_L0.npy: shape [1, 2], expected [2, 9, 8]"),
@@ -755,6 +752,6 @@ mod tests {
             .to_string()
             .contains("holds other token ids"));
         std::fs::write(dir.path().join("ids.npy"), b"not npy").unwrap();
-        assert!(matches!(err(dir.path()), Error::BadData(_)));
+        assert!(matches!(err(dir.path()), Error::BadData { .. }));
     }
 }

@@ -57,7 +57,7 @@ impl TableShape {
     pub fn of(config: &ModelConfig, n_positions: usize) -> Result<Self> {
         let rot_dims: Vec<usize> = config.layers.iter().map(|l| l.rope.rot_dim).collect();
         let Some(&rot_dim) = rot_dims.first() else {
-            return Err(Error::BadData("the model has no layer".into()));
+            return Err(Error::Malformed("the model has no layer".into()));
         };
         if rot_dims.iter().any(|&r| r != rot_dim) {
             return Err(Error::Unsupported(format!(

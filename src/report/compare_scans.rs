@@ -419,7 +419,7 @@ pub fn write_comparison(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Pat
         .collect::<Result<Vec<_>>>()?;
     let comparison = compare(&scans);
     let json = serde_json::to_string_pretty(&comparison)
-        .map_err(|e| Error::BadData(format!("compare.json: {e}")))?;
+        .map_err(|e| Error::Internal(format!("compare.json: {e}")))?;
     let page = render(&comparison);
     let write = |name: &str, text: &str| {
         let path = staged.path().join(name);

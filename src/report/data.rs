@@ -126,11 +126,8 @@ impl ScanData {
     ) -> Result<Self> {
         let meta_path = dir.join(files::META);
         if let Some(why) = meta.incomplete() {
-            return Err(Error::BadData(format!(
-                "{}: not a complete scan directory: its {} says {why}; it was written by a scan that did not \
-                 finish or by an older ropescope: run the scan again",
-                dir.display(),
-                files::META
+            return Err(Error::bad_data(dir, format!("not a complete scan directory: its {} says {why}; it was written by a scan that did not \
+                 finish or by an older ropescope: run the scan again", files::META
             )));
         }
         read_back::check_meta(&meta, &meta_path)?;
@@ -176,26 +173,17 @@ fn load(dir: &Path, name: &str, meta: &Meta) -> Result<Option<Array>> {
     let bytes = read_back::array_bytes(dtype, &shape, &path)?;
     let expected = format!("{dtype:?} {shape:?} as {} implies", files::META);
     if !stat.is_file() {
-        return Err(Error::BadData(format!(
-            "{}: not a regular file (expected {expected})",
-            path.display()
-        )));
+        return Err(Error::bad_data(path, format!("not a regular file (expected {expected})")));
     }
     if !(bytes..=bytes + read_back::MAX_NPY_HEADER).contains(&stat.len()) {
-        return Err(Error::BadData(format!(
-            "{}: a file of {} bytes does not fit the model: not the {bytes} bytes of data (plus a header of at most {} \
-             bytes) of {expected}",
-            path.display(),
-            stat.len(),
+        return Err(Error::bad_data(path, format!("a file of {} bytes does not fit the model: not the {bytes} bytes of data (plus a header of at most {} \
+             bytes) of {expected}", stat.len(),
             read_back::MAX_NPY_HEADER
         )));
     }
     let array = Array::read(&path)?;
     if array.dtype != dtype || array.shape != shape {
-        return Err(Error::BadData(format!(
-            "{}: {:?} {:?} does not fit the model: expected {expected}",
-            path.display(),
-            array.dtype,
+        return Err(Error::bad_data(path, format!("{:?} {:?} does not fit the model: expected {expected}", array.dtype,
             array.shape
         )));
     }

@@ -105,10 +105,7 @@ pub fn read<T: Real>(
         let a = Array::read(&path)?;
         let shape: Vec<usize> = grid.iter().chain(width).copied().collect();
         if a.dtype != dtype || a.shape != shape {
-            return Err(Error::BadData(format!(
-                "{}: expected {dtype:?} {shape:?}, found {:?} {:?}",
-                path.display(),
-                a.dtype,
+            return Err(Error::bad_data(path, format!("expected {dtype:?} {shape:?}, found {:?} {:?}", a.dtype,
                 a.shape
             )));
         }
@@ -118,10 +115,7 @@ pub fn read<T: Real>(
         let v = array(file, Dtype::F64, width)?.to_f64();
         match v.iter().all(|x| x.is_finite()) {
             true => Ok(v),
-            false => Err(Error::BadData(format!(
-                "{}: holds a value that is not finite",
-                dir.join(file).display()
-            ))),
+            false => Err(Error::bad_data(dir.join(file), format!("holds a value that is not finite"))),
         }
     };
     let counts = |file: &str, width: &[usize], max: usize| -> Result<Vec<u32>> {
@@ -134,10 +128,7 @@ pub fn read<T: Real>(
                     .ok()
                     .filter(|&v| v as usize <= max)
                     .ok_or_else(|| {
-                        Error::BadData(format!(
-                            "{}: count {v} is outside 0..={max}",
-                            dir.join(file).display()
-                        ))
+                        Error::bad_data(dir.join(file), format!("count {v} is outside 0..={max}"))
                     })
             })
             .collect()

@@ -255,21 +255,25 @@ pub fn merge(req: &MergeRequest, out: &Path, progress: &dyn Progress) -> Result<
     )?;
     let sha = sha256_file(&model_path).context("the shards' model")?;
     if sha != meta.model_sha256 {
-        return Err(Error::BadData(format!(
-            "{} is not the model the shards scanned (sha256 {sha}, theirs {})",
-            model_path.display(),
-            meta.model_sha256
-        )));
+        return Err(Error::bad_data(
+            &model_path,
+            format!(
+                "not the model the shards scanned (sha256 {sha}, theirs {})",
+                meta.model_sha256
+            ),
+        ));
     }
     let file = GgufFile::open(&model_path)?;
     match Precision::from_name(&meta.precision) {
         Some(Precision::F32) => merge_in::<f32>(req, &file, &shards, progress, start, staged),
         Some(Precision::F64) => merge_in::<f64>(req, &file, &shards, progress, start, staged),
-        None => Err(Error::BadData(format!(
-            "{}: unknown precision '{}' (expected f32 or f64)",
-            shards[0].dir.display(),
-            meta.precision
-        ))),
+        None => Err(Error::bad_data(
+            &shards[0].dir,
+            format!(
+                "unknown precision '{}' (expected f32 or f64)",
+                meta.precision
+            ),
+        )),
     }
 }
 

@@ -33,10 +33,7 @@ pub const MAX_NPY_HEADER: u64 = 10 + u16::MAX as u64;
 
 /// `what is value, outside allowed` for `file`.
 fn outside(file: &Path, what: &str, value: impl std::fmt::Display, allowed: &str) -> Error {
-    Error::BadData(format!(
-        "{}: {what} is {value}, outside the allowed {allowed}",
-        file.display()
-    ))
+    Error::bad_data(file, format!("{what} is {value}, outside the allowed {allowed}"))
 }
 
 /// Checks that `value` of `what` lies in `lo..=hi`.
@@ -228,11 +225,8 @@ fn check_prompt_sets(meta: &Meta, file: &Path) -> Result<()> {
     }
     if let [natural, random] = &meta.prompt_sets[..] {
         if random.lengths != natural.lengths {
-            return Err(Error::BadData(format!(
-                "{}: prompt_sets[random].lengths differ from prompt_sets[natural].lengths (the random prompts \
-                 have the natural prompts' lengths)",
-                file.display()
-            )));
+            return Err(Error::bad_data(file, format!("prompt_sets[random].lengths differ from prompt_sets[natural].lengths (the random prompts \
+                 have the natural prompts' lengths)")));
         }
     }
     Ok(())
@@ -271,10 +265,7 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
         in_range(file, &format!("the head of {name}"), h.head, 0, h_count - 1)?;
         let cell = &mut seen[h.layer * h_count + h.head];
         if std::mem::replace(cell, true) {
-            return Err(Error::BadData(format!(
-                "{}: {name} is listed twice",
-                file.display()
-            )));
+            return Err(Error::bad_data(file, format!("{name} is listed twice")));
         }
         let kv = h.head / group;
         in_range(file, &format!("the kv_head of {name}"), h.kv_head, kv, kv)?;
@@ -294,10 +285,7 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
         }
     }
     if let Some(i) = seen.iter().position(|s| !s) {
-        return Err(Error::BadData(format!(
-            "{}: lists {} heads, the model has {l_count} × {h_count} = {}; head L{}H{} is missing",
-            file.display(),
-            summary.heads.len(),
+        return Err(Error::bad_data(file, format!("lists {} heads, the model has {l_count} × {h_count} = {}; head L{}H{} is missing", summary.heads.len(),
             l_count * h_count,
             i / h_count,
             i % h_count
@@ -335,10 +323,7 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
                 )?;
             }
             if let Some(t) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                return Err(Error::BadData(format!(
-                    "{}: slash_dominant.{set} lists L{}H{} Δ {} twice",
-                    file.display(),
-                    t[0].layer,
+                return Err(Error::bad_data(file, format!("slash_dominant.{set} lists L{}H{} Δ {} twice", t[0].layer,
                     t[0].head,
                     t[0].delta
                 )));
@@ -361,7 +346,7 @@ pub fn check_ablation(
     let variants = report
         .get("variants")
         .and_then(|v| v.as_array())
-        .ok_or_else(|| Error::BadData(format!("{}: has no list of variants", file.display())))?;
+        .ok_or_else(|| Error::bad_data(file, format!("has no list of variants")))?;
     let records = std::iter::once(("baseline".to_string(), report.get("baseline"))).chain(
         variants
             .iter()
@@ -383,10 +368,7 @@ pub fn check_ablation(
                 .as_ref()
                 .is_none_or(|r| r.len() != m.n_layers || r.iter().any(|&n| n != m.n_heads))
             {
-                return Err(Error::BadData(format!(
-                    "{}: {name}.{field} is not a list of {} layers of {} heads",
-                    file.display(),
-                    m.n_layers,
+                return Err(Error::bad_data(file, format!("{name}.{field} is not a list of {} layers of {} heads", m.n_layers,
                     m.n_heads
                 )));
             }
@@ -395,10 +377,7 @@ pub fn check_ablation(
             .get("rotated_chunks")
             .map(|v| v.as_array().map(Vec::len));
         if chunks.is_some_and(|n| n != Some(m.n_chunks)) {
-            return Err(Error::BadData(format!(
-                "{}: {name}.rotated_chunks is not a list of n_chunks = {} entries",
-                file.display(),
-                m.n_chunks
+            return Err(Error::bad_data(file, format!("{name}.rotated_chunks is not a list of n_chunks = {} entries", m.n_chunks
             )));
         }
     }
@@ -406,15 +385,17 @@ pub fn check_ablation(
         let Some(a) = &h.ablation else { continue };
         let n = a.get("variants").and_then(|v| v.as_array()).map(Vec::len);
         if n != Some(variants.len()) {
-            return Err(Error::BadData(format!(
-                "{}: head L{}H{} has {} ablation variants, {} has {}",
-                file.parent().unwrap_or(file).join(files::SUMMARY).display(),
+            return Err(Error::bad_data(
+                file.parent().unwrap_or(file).join(files::SUMMARY),
+                format!(
+                "head L{}H{} has {} ablation variants, {} has {}",
                 h.layer,
                 h.head,
                 n.map_or("no list of".into(), |n| n.to_string()),
                 file.display(),
                 variants.len()
-            )));
+            ),
+            ));
         }
     }
     Ok(())
@@ -481,11 +462,8 @@ pub fn array_bytes(dtype: Dtype, shape: &[usize], file: &Path) -> Result<u64> {
         .try_fold(dtype.size() as u64, |a, &d| a.checked_mul(d as u64))
         .filter(|&b| b <= MAX_ARRAY_BYTES)
         .ok_or_else(|| {
-            Error::BadData(format!(
-                "{}: the shape {shape:?} meta.json implies needs more than the {MAX_ARRAY_BYTES} bytes an array \
-                 read back may hold",
-                file.display()
-            ))
+            Error::bad_data(file, format!("the shape {shape:?} meta.json implies needs more than the {MAX_ARRAY_BYTES} bytes an array \
+                 read back may hold"))
         })
 }
 
@@ -498,10 +476,7 @@ pub fn check_prompts(prompts: &Prompts, meta: &Meta, file: &Path) -> Result<()> 
         let lengths = prompt_set(meta, name).map_or(&[][..], |s| &s.lengths[..]);
         let found: Vec<usize> = ids.iter().map(Vec::len).collect();
         if found != lengths {
-            return Err(Error::BadData(format!(
-                "{}: holds {} {name} prompts of lengths {}, the scan's meta records {} of lengths {}",
-                file.display(),
-                found.len(),
+            return Err(Error::bad_data(file, format!("holds {} {name} prompts of lengths {}, the scan's meta records {} of lengths {}", found.len(),
                 summarize(&found),
                 lengths.len(),
                 summarize(lengths)

@@ -316,10 +316,7 @@ fn read_cone<T: Real>(path: &Path, model: &Model<T>, params: &ScanParams) -> Res
         && finite(&cone.embeddings)
         && cone.queries.iter().chain(&cone.keys).all(finite);
     if !fits {
-        return Err(Error::BadData(format!(
-            "{}: not the cone of this model's {heads} heads and {} sampled tokens, or an angle is not finite",
-            path.display(),
-            params.cone_tokens.min(c.vocab_size)
+        return Err(Error::bad_data(path, format!("not the cone of this model's {heads} heads and {} sampled tokens, or an angle is not finite", params.cone_tokens.min(c.vocab_size)
         )));
     }
     Ok(cone)
@@ -364,18 +361,12 @@ pub fn check_shard(record: &ShardRecord, prompts: &Prompts, dir: &Path) -> Resul
     let count = |name: &str| read_back::prompt_set(meta, name).map_or(0, |s| s.count);
     let n_tasks = tasks(&params_of(meta)?, count("natural"), count("random")).len();
     if !(1..=n_tasks).contains(&record.of) {
-        return Err(Error::BadData(format!(
-            "{}: of is {}, outside the allowed 1..={n_tasks} (the scan's tasks: a shard beyond them has \
-             nothing to do)",
-            file.display(),
-            record.of
+        return Err(Error::bad_data(file, format!("of is {}, outside the allowed 1..={n_tasks} (the scan's tasks: a shard beyond them has \
+             nothing to do)", record.of
         )));
     }
     if record.shard >= record.of {
-        return Err(Error::BadData(format!(
-            "{}: shard is {}, outside the allowed 0..={} (of is {})",
-            file.display(),
-            record.shard,
+        return Err(Error::bad_data(file, format!("shard is {}, outside the allowed 0..={} (of is {})", record.shard,
             record.of - 1,
             record.of
         )));
@@ -396,24 +387,15 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
     for dir in dirs {
         let path = dir.join(SHARD_FILE);
         if !path.exists() {
-            return Err(Error::BadData(format!(
-                "{}: not a shard directory (no {SHARD_FILE}): a sharded scan writes one",
-                dir.display()
-            )));
+            return Err(Error::bad_data(dir, format!("not a shard directory (no {SHARD_FILE}): a sharded scan writes one")));
         }
         let record: ShardRecord = read_json(&path)?;
         if record.shard_format_version != SHARD_FORMAT_VERSION {
-            return Err(Error::BadData(format!(
-                "{}: shard format version {}, this ropescope merges version {SHARD_FORMAT_VERSION}",
-                path.display(),
-                record.shard_format_version
+            return Err(Error::bad_data(path, format!("shard format version {}, this ropescope merges version {SHARD_FORMAT_VERSION}", record.shard_format_version
             )));
         }
         if !record.complete {
-            return Err(Error::BadData(format!(
-                "{}: not a complete shard record",
-                path.display()
-            )));
+            return Err(Error::bad_data(path, format!("not a complete shard record")));
         }
         let prompts = read_json(&dir.join(super::format::files::PROMPTS))?;
         check_shard(&record, &prompts, dir)?;
@@ -428,10 +410,9 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
     let of = first.record.of;
     let id = identity(&first.record.meta)?;
     for s in &shards {
-        let name = s.dir.display();
         if s.record.of != of {
-            return Err(Error::BadData(format!(
-                "{name}: shard {}/{} does not belong with {}'s {of} shards",
+            return Err(Error::bad_data(&s.dir, format!(
+                "shard {}/{} does not belong with {}'s {of} shards",
                 s.record.shard,
                 s.record.of,
                 first.dir.display()
@@ -447,26 +428,28 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
                         .map(|(k, _)| k.clone())
                 })
                 .unwrap_or_else(|| "meta".into());
-            return Err(Error::BadData(format!(
-                "{name}: a shard of another scan (its {differs} differs from {}'s)",
+            return Err(Error::bad_data(&s.dir, format!(
+                "a shard of another scan (its {differs} differs from {}'s)",
                 first.dir.display()
             )));
         }
         if s.prompts != first.prompts {
-            return Err(Error::BadData(format!(
-                "{name}: a shard of another scan (its prompts differ from {}'s)",
+            return Err(Error::bad_data(&s.dir, format!(
+                "a shard of another scan (its prompts differ from {}'s)",
                 first.dir.display()
             )));
         }
     }
     for pair in shards.windows(2) {
         if pair[0].record.shard == pair[1].record.shard {
-            return Err(Error::BadData(format!(
-                "shard {}/{of} given twice: {} and {}",
-                pair[0].record.shard,
-                pair[0].dir.display(),
-                pair[1].dir.display()
-            )));
+            return Err(Error::bad_data(
+                &pair[1].dir,
+                format!(
+                    "shard {}/{of} given twice (also {})",
+                    pair[0].record.shard,
+                    pair[0].dir.display()
+                ),
+            ));
         }
     }
     let present: Vec<usize> = shards.iter().map(|s| s.record.shard).collect();
@@ -475,11 +458,14 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
         .map(|k| format!("{k}/{of}"))
         .collect();
     if !missing.is_empty() {
-        return Err(Error::BadData(format!(
-            "missing shard{} {} of {of}",
-            if missing.len() == 1 { "" } else { "s" },
-            missing.join(", ")
-        )));
+        return Err(Error::bad_data(
+            &first.dir,
+            format!(
+                "a shard of {of}, given without shard{} {}",
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", ")
+            ),
+        ));
     }
     Ok(shards)
 }
@@ -519,10 +505,7 @@ pub fn merge<T: Real>(
         .collect();
         let done: Vec<String> = s.record.tasks.iter().map(|t| t.task.clone()).collect();
         if done != expected {
-            return Err(Error::BadData(format!(
-                "{}: shard {}/{} records tasks [{}], its share is [{}]",
-                s.dir.display(),
-                s.record.shard,
+            return Err(Error::bad_data(&s.dir, format!("shard {}/{} records tasks [{}], its share is [{}]", s.record.shard,
                 s.record.of,
                 done.join(", "),
                 expected.join(", ")

@@ -52,11 +52,7 @@ fn scan(dir: &Path, extra: &[&str]) -> Run {
 fn huge_prompt_count_is_refused_before_any_prompt_is_built() {
     let dir = tempfile::tempdir().unwrap();
     let r = scan(dir.path(), &["--count", "100000000000"]);
-    assert_refused(
-        &r,
-        2,
-        &["100000000000 prompts (--count) is out of range: 1 to 65536"],
-    );
+    assert_refused(&r, 2, &["--count 100000000000 is out of range: 1 to 65536"]);
     assert!(!dir.path().join("out").exists());
 }
 

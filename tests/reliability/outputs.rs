@@ -270,7 +270,11 @@ fn exports_never_remove_or_replace_their_scan() {
     }
     for command in ["figures", "export-duoattention"] {
         assert_ok(&run(&[command, scan_s]));
-        assert_refused(&run(&[command, scan_s]), 2, &["give --force"]);
+        assert_refused(
+            &run(&[command, scan_s]),
+            2,
+            &["--force is needed to replace"],
+        );
         assert_ok(&run(&[command, scan_s, "--force"]));
     }
     let entries = std::fs::read_dir(&scan).unwrap().count();
@@ -331,7 +335,7 @@ fn force_refuses_a_directory_ropescope_did_not_write_and_names_what_it_would_rem
             2,
             &[
                 "is not an output of this command",
-                "its 6 entries (chapter1.tex, chapter2.tex, data.csv, figs, notes.md, …)",
+                "--force would remove the 6 entries (chapter1.tex, chapter2.tex, data.csv, figs, notes.md, …)",
             ],
         );
     }
@@ -367,7 +371,7 @@ fn force_replaces_a_previous_output_whole() {
         run(&args)
     };
     assert_ok(&rope("0..4", false));
-    assert_refused(&rope("0..8", false), 2, &["give --force"]);
+    assert_refused(&rope("0..8", false), 2, &["--force is needed to replace"]);
     assert_ok(&rope("0..8", true));
     let positions = npy::Array::read(&out.join("positions.npy")).unwrap();
     assert_eq!(positions.shape, [8]);

@@ -14,7 +14,7 @@ pub mod headlines;
 use ropescope::io::{npy, write_json};
 use ropescope::scan::external::head_record;
 use ropescope::scan::format::*;
-use ropescope::scan::Analysis;
+use ropescope::scan::{Analysis, ScanParams};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -657,7 +657,8 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             set("natural", "synthetic text"),
             set("random", "uniform random ids"),
         ],
-        parameters: Parameters {
+        parameters: ScanParams {
+            analyses: Vec::new(),
             delta_max: sh.dmax,
             kappa: sh.kappa,
             low_band_max_frequency: 0.01,
