@@ -43,42 +43,38 @@ pub struct Shard {
 impl Shard {
     /// Shard `index` of `count`, with `0 ≤ index < count ≤` [`MAX_SHARDS`].
     pub fn new(index: usize, count: usize) -> Result<Self> {
+        Self::checked(index, count)
+            .map_err(|problem| Error::parameter("shard", format!("{index}/{count}: {problem}")))
+    }
+
+    /// The shard, or what is wrong with `index` and `count`.
+    fn checked(index: usize, count: usize) -> std::result::Result<Self, String> {
         if index >= count {
-            return Err(Error::parameter(
-                "shard",
-                format!("{index}/{count}: expected K/N with 0 ≤ K < N (e.g. 0/4 for the first of four shards)"),
-            ));
+            return Err(EXPECTED_K_OF_N.into());
         }
         if count > MAX_SHARDS {
-            return Err(Error::parameter(
-                "shard",
-                format!("{index}/{count}: N = {count} is out of range: 1 to {MAX_SHARDS}"),
-            ));
+            return Err(format!("N = {count} is out of range: 1 to {MAX_SHARDS}"));
         }
         Ok(Self { index, count })
     }
 }
 
+/// What a shard's `K/N` must be.
+const EXPECTED_K_OF_N: &str = "expected K/N with 0 ≤ K < N (e.g. 0/4 for the first of four shards)";
+
 impl std::str::FromStr for Shard {
     type Err = Error;
 
-    /// Parses `K/N` as [`Shard::new`] takes it.
+    /// Parses `K/N` as [`Shard::new`] takes it; the error does not repeat the text (a parser of arguments
+    /// names it).
     fn from_str(s: &str) -> Result<Self> {
-        let bad = || {
-            Error::parameter(
-                "shard",
-                format!("'{s}': expected K/N with 0 ≤ K < N (e.g. 0/4 for the first of four shards)"),
-            )
-        };
+        let bad = || Error::Argument(EXPECTED_K_OF_N.into());
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
             k.trim().parse::<usize>().map_err(|_| bad())?,
             n.trim().parse::<usize>().map_err(|_| bad())?,
         );
-        if index >= count {
-            return Err(bad());
-        }
-        Self::new(index, count)
+        Self::checked(index, count).map_err(Error::Argument)
     }
 }
 
