@@ -7,7 +7,7 @@
 //! A forward pass ([`model::Model::forward`]) hands everything attention computes to a [`capture::Capture`]
 //! as it goes: pre- and post-RoPE queries and keys, values, logits and probabilities one block of query rows at
 //! a time, head outputs and the residual stream. The analyses ([`analysis`]) are captures, pure functions of what
-//! captures keep, or series of forward passes; `ropescope scan` runs them and draws its report, and [`export`]
+//! captures keep, or series of forward passes; [`scan::run`] runs them and draws its report, and [`reference`](mod@reference)
 //! writes the float64 golden reference and compares other engines against it. `ARCHITECTURE.md`, at the
 //! repository's root, maps the modules and the papers' terms to the code and tests.
 //!
@@ -21,14 +21,16 @@
 //! - [`rope`]: [`rope::RopeSpec`], the per-chunk frequencies and the context-extension scalings;
 //! - [`tokenizer`]: [`tokenizer::Tokenizer`], built from a file's own vocabulary;
 //! - [`analysis`]: the analyses' pure functions and streaming captures;
-//! - [`export`]: the golden reference's writer and reader ([`reference::write`], [`io::npy`]) and
-//!   [`reference::compare`];
-//! - [`synthetic`]: tiny seeded models of every architecture, in memory (the examples below run on them);
+//! - [`scan`]: the scan as one call, [`scan::run`] with a [`scan::ScanRequest`] (and [`scan::merge`] for shards);
+//! - [`reference`](mod@reference): the golden reference's writer ([`reference::write`]) and [`reference::compare`];
+//! - [`io`]: `.npy` arrays ([`io::npy`]), outputs staged whole ([`io::staged`]) and the inputs they protect;
+//! - [`synth`]: [`synth::SyntheticModel`], tiny seeded models of every architecture, in memory (the examples
+//!   below run on them);
 //! - [`numeric`] ([`numeric::Real`], the float of `Model<f64>` and `Model<f32>`), [`error`], [`interrupt`]
 //!   (stopping a pass from outside) and [`cli::run_args`], the command line as a function.
 //!
-//! Everything else is crate-private: the scan and its report, training, `synth`, quantization, the kernels,
-//! profiling, and the engine's own parts of `model` and `export`. The `internals` cargo feature makes it public,
+//! Everything else is crate-private: the scan's parts and its report, the exports, training, `synth`'s file
+//! generator, quantization, the kernels, profiling, and the engine's own parts of `model`, `reference` and `io`. The `internals` cargo feature makes it public,
 //! and adds the theory checks and the fuzz harness, for the crate's own tests, benches and fuzz targets only: it
 //! is not API, and may change in any release.
 //!

@@ -11,7 +11,8 @@
 mod analysis_support;
 
 use analysis_support::*;
-use ropescope::analysis::posym_scan::{self, pearson, PosymParams};
+use ropescope::analysis::correlation::pearson;
+use ropescope::analysis::posym_scan::{self, PosymParams};
 
 const ROUNDING_TOL: f64 = 1e-12;
 const BUILT_TOL: f64 = 1e-3;
@@ -87,8 +88,8 @@ fn prompts_are_cut_to_whole_blocks_and_passes_are_counted() {
 
 #[test]
 fn pearson_of_anti_correlated_scores_is_minus_one() {
-    let r = pearson(&[(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]).unwrap();
+    let r = pearson(&[0.0, 0.5, 1.0], &[1.0, 0.5, 0.0]).unwrap();
     assert!((r + 1.0).abs() < ROUNDING_TOL);
-    assert_eq!(pearson(&[(1.0, 2.0)]), None);
-    assert_eq!(pearson(&[(1.0, 2.0), (1.0, 3.0)]), None);
+    assert_eq!(pearson(&[1.0], &[2.0]), None);
+    assert_eq!(pearson(&[1.0, 1.0], &[2.0, 3.0]), None);
 }

@@ -11,6 +11,7 @@ pub mod ablation;
 pub mod attention_map;
 pub mod cauchy_schwarz;
 pub mod cone;
+pub mod correlation;
 pub mod detectors;
 pub mod embedding_cone;
 pub mod fourier;

@@ -16,6 +16,7 @@
 //! next to the forward pass. Only the last query row is captured (one row per head, never `T × T`), and only
 //! the `m` block masses of each row are kept between passes.
 
+use super::correlation::pearson;
 use super::posym::{self, block_masses, block_swap_scores, SwapScores};
 use super::softmax::softmax;
 use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, HeadVectors, LayerPlan};
@@ -299,43 +300,20 @@ impl Accumulator {
                 })
                 .collect()
         };
-        let pairs: Vec<(f64, f64)> = self
+        let (pos, sym): (Vec<f64>, Vec<f64>) = self
             .head
             .iter()
             .filter_map(|m| m.get().map(|s| (s.s_pos, s.s_sym)))
-            .collect();
+            .unzip();
         PosymReport {
             context_lengths,
             s_pos: pick(&self.head, |s| s.s_pos),
             s_sym: pick(&self.head, |s| s.s_sym),
             chunk_s_pos: pick_chunks(|s| s.s_pos),
             chunk_s_sym: pick_chunks(|s| s.s_sym),
-            pos_sym_correlation: pearson(&pairs),
+            pos_sym_correlation: pearson(&pos, &sym),
         }
     }
-}
-
-/// Pearson correlation `cov(x, y) / (σ_x σ_y)` of the pairs; `None` with fewer than two pairs or when either
-/// coordinate is constant.
-///
-/// `scan::summary::pearson` is the same statistic rounded differently (its means divide the sum by `n`); each
-/// defines the bits of a written file (this one `posym.json`'s `pos_sym_correlation`), so the two stay until a
-/// format change.
-pub fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
-    if pairs.len() < 2 {
-        return None;
-    }
-    let n = pairs.len() as f64;
-    let (mx, my) = pairs
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (x, y) in pairs {
-        sxy += (x - mx) * (y - my);
-        sxx += (x - mx) * (x - mx);
-        syy += (y - my) * (y - my);
-    }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
 /// Keeps, for every head, the last query's block masses over the context: the head's (from the engine's

@@ -5,7 +5,7 @@
 
 use super::data::ScanData;
 use crate::scan::format::{Bands, HeadSummary, SlashHead};
-use crate::scan::summary::pearson;
+use crate::analysis::correlation::pearson;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -183,7 +183,7 @@ pub fn posym_correlation(data: &ScanData) -> Option<(f64, usize)> {
         .iter()
         .filter_map(|h| Some((field(&h.posym, "s_pos")?, field(&h.posym, "s_sym")?)))
         .unzip();
-    (!p.is_empty()).then(|| (pearson(&p, &s), p.len()))
+    (!p.is_empty()).then(|| (pearson(&p, &s).unwrap_or(0.0), p.len()))
 }
 
 /// The ablation's variants (`variant` object) and their loss changes, in the report's order.

@@ -41,7 +41,7 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Shard `index` of `count`, with `0 ≤ index < count ≤` [`MAX_SHARDS`].
+    /// Shard `index` of `count`, with `0 ≤ index < count ≤ 65536` (`MAX_SHARDS`).
     pub fn new(index: usize, count: usize) -> Result<Self> {
         Self::checked(index, count)
             .map_err(|problem| Error::parameter("shard", format!("{index}/{count}: {problem}")))

@@ -8,6 +8,7 @@ use super::format::{
 use super::labels::{label, Evidence};
 use super::measure::SetMeasures;
 use super::params::{Analysis, ScanParams};
+use crate::analysis::correlation::pearson;
 use crate::analysis::embedding_cone::EmbeddingCone;
 use crate::analysis::fourier::{logit_spectrum, BandShares, FrequencyBands, LogitSpectrum};
 use crate::analysis::rank::rank_stats;
@@ -270,24 +271,6 @@ fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
     }
 }
 
-/// Pearson correlation of two equally long samples; 0 when either is constant.
-///
-/// `analysis::posym_scan::pearson` is the same statistic rounded differently (its means sum `x/n`, these divide
-/// the sum by `n`); each defines the bits of a written file (this one `summary.json`'s `pearson_all` and
-/// `pearson_best`, that one `posym.json`'s `pos_sym_correlation`), so the two stay until a format change.
-pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let cov: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let vx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let vy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
-    if vx <= 0.0 || vy <= 0.0 {
-        0.0
-    } else {
-        cov / (vx * vy).sqrt()
-    }
-}
-
 fn intrinsic(natural: &[f64], random: &[f64], sets: &SlashDominantSets, width: usize) -> Intrinsic {
     let triples = |v: &[SlashHead]| v.iter().copied().collect::<BTreeSet<_>>();
     let heads = |v: &[SlashHead]| v.iter().map(|s| (s.layer, s.head)).collect::<BTreeSet<_>>();
@@ -295,8 +278,8 @@ fn intrinsic(natural: &[f64], random: &[f64], sets: &SlashDominantSets, width: u
     Intrinsic {
         jaccard: jaccard(&triples(&sets.natural), &triples(&sets.random)),
         jaccard_heads: jaccard(&heads(&sets.natural), &heads(&sets.random)),
-        pearson_all: pearson(natural, random),
-        pearson_best: pearson(&best(natural), &best(random)),
+        pearson_all: pearson(natural, random).unwrap_or(0.0),
+        pearson_best: pearson(&best(natural), &best(random)).unwrap_or(0.0),
     }
 }
 

@@ -90,7 +90,11 @@ fn prompts_beyond_memory_are_refused_by_the_preflight() {
         args.extend(extra);
         let r = run_with(&args, None, &[(var, limit)]);
         let need = format!("a {}-token run needs about", extra[1]);
-        assert_refused(&r, 5, &[&need, "64 MiB are available", "fewer prompts (count)"]);
+        assert_refused(
+            &r,
+            5,
+            &[&need, "64 MiB are available", "fewer prompts (count)"],
+        );
     }
 }
 
