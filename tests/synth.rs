@@ -288,7 +288,7 @@ fn refusals_are_clear() {
         ),
         (
             &["--like", "smollm2-135m", "--out", "y.gguf"],
-            "--quant is needed",
+            "--quant TYPE",
         ),
         (
             &[
