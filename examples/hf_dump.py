@@ -3,7 +3,7 @@
 
 Runs a model with HF transformers (eager attention, output_attentions=True, output_hidden_states=True) on token
 ids and writes, per chosen layer, the files `ropescope reference` writes and `ropescope diverge` reads
-(fixtures/reference/README.md, and the README's "Where does it diverge first"):
+(fixtures/reference/README.md, and docs/diverge.md):
 
     file              shape           taken from
     q_pre_L{l}.npy    [H, T, d]       output of self_attn.q_proj (of q_norm where the model has a QK-norm)

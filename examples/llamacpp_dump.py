@@ -5,7 +5,7 @@ Runs a GGUF model with llama.cpp through llama-cpp-python's low-level API on giv
 callback (`cb_eval` in the context parameters, a `ggml_backend_sched_eval_callback`, as llama.cpp's own
 `examples/eval-callback` uses) that copies the graph's named tensors as they are computed, and writes, per chosen
 layer, the files `ropescope reference` writes and `ropescope diverge` reads (fixtures/reference/README.md, and the
-README's "Where does it diverge first"):
+docs/diverge.md):
 
     file              shape           llama.cpp tensor (ggml shape, fastest dimension first)
     q_pre_L{l}.npy    [H, T, d]       `Qcur-l` as the projection leaves it, reshaped to [d, H, T] (the node just

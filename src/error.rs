@@ -184,7 +184,7 @@ pub enum Error {
 }
 
 /// What kind of failure an [`Error`] is, for callers that act on the kind rather than the message; each kind
-/// has its own process exit code (the README's table lists them).
+/// has its own process exit code (`docs/commands.md`, "Exit codes", lists them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Two references differ beyond tolerance ([`Error::Mismatch`]). Exit code 1.

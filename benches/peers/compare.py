@@ -86,7 +86,7 @@ How to run
 with the python that fixtures/reference-venv.sh prints (pins in fixtures/requirements-reference.txt, including
 llama-cpp-python). --models defaults to the cache of fixtures/models.sh ($ROPESCOPE_CACHE/models, default
 ~/.cache/ropescope/models); a model whose file is absent is skipped. Nothing is fetched from a hub
-(HF_HUB_OFFLINE=1). --only restricts the implementations. The runs of benches/peers/RESULTS.md:
+(HF_HUB_OFFLINE=1). --only restricts the implementations. The runs of docs/speed-peers.md and docs/speed-avx2.md:
 
     compare.py --tokens 512 --repeat 3 --out results-512.json                       # all six, 512 tokens
     compare.py --tokens 128,512,2048 --only ropescope-f64,hf-f64 --out results-f64.json

@@ -2,7 +2,7 @@
 //! them: f32 speed with the accuracy of much shorter f32 sums.
 //!
 //! A projection's f32 sum over 576–2048 inputs is where most of the f32 engine's distance to float64 comes
-//! from (benches/peers/RESULTS.md): a long f32 accumulation loses the small terms that follow a large one. Here
+//! from (`docs/speed-avx2.md`): a long f32 accumulation loses the small terms that follow a large one. Here
 //! every output element is a sum of [`BLOCK`]-long f32 dot products (fused multiply-adds in inner-index order,
 //! in registers), each widened exactly and added in f64 in block order; only the final sum is rounded to f32.
 //! matrixmultiply cannot do this (its register tiles add into an f32 output, and calling it once per block

@@ -4,7 +4,7 @@
 //! in f32 over 128-long blocks of the inner dimension and in f64 across blocks, at about matrixmultiply's speed
 //! and several times closer to float64. In f64, and for the attention products ([`gemm`], [`gemm_transb`]), they run
 //! on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
-//! run time. faer, run per weight tile, was slower in the engine (the README's speed section), and saw faults on
+//! run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw faults on
 //! AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
 //! (`tests/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions, on its
 //! own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.

@@ -3,7 +3,7 @@
 //! RMSNorm and softmax reduce a whole row to one number (the mean of squares, the sum of exponentials) that
 //! scales every element of the row, so an f32 rounding of that sum moves the whole row together: they
 //! accumulate it in f64 whatever the engine's precision, and RMSNorm also scales in f64, rounding each result
-//! once. This halves the f32 engine's error (README, "Precision of the f32 engine"). Exponentials and the
+//! once. This halves the f32 engine's error (`docs/correctness.md`, "Precision of the f32 engine"). Exponentials and the
 //! feed-forward activations are plain arithmetic the compiler vectorizes ([`Real::exp_nonpositive`]).
 
 use super::config::Activation;

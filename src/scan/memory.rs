@@ -7,7 +7,7 @@
 //! matrices), twice when random prompts run, plus the largest transient of the multi-pass analyses (the
 //! ablation's `[T − 1, vocab]` logits, the positional/symbolic scan's kept keys and values). One forward pass's
 //! own working memory is [`Model::activation_bytes`], added by [`Model::preflight`].
-//! Measured peaks stay below `activation + retained + the model's memory map` (README, Memory).
+//! Measured peaks stay below `activation + retained + the model's memory map` (`docs/findings.md`, "Memory").
 
 use super::params::{Analysis, ScanParams};
 use crate::error::{Error, Result};
