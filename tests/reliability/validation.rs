@@ -656,16 +656,16 @@ fn rope_factor_tensors_must_be_finite_and_positive() {
     }
 }
 
-/// The README's table of what a model file must satisfy names every rule of `RULES` (key and requirement), and
-/// every test it names exists.
+/// The table of what a model file must satisfy (`docs/reliability.md`) names every rule of `RULES` (key and
+/// requirement), and every test it names exists.
 #[test]
 fn readme_table_lists_every_rule_and_real_tests() {
-    let readme = std::fs::read_to_string(common::fixture("../README.md")).unwrap();
+    let readme = std::fs::read_to_string(common::fixture("../docs/reliability.md")).unwrap();
     let section = readme
-        .split("### What a model file must satisfy")
+        .split("## What a model file must satisfy")
         .nth(1)
         .unwrap()
-        .split("\n### ")
+        .split("\n## ")
         .next()
         .unwrap();
     let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| ")).collect();
@@ -674,7 +674,7 @@ fn readme_table_lists_every_rule_and_real_tests() {
         assert!(
             rows.iter()
                 .any(|r| r.contains(&key) && r.contains(rule.requires)),
-            "README has no row with {key} requiring \"{}\"",
+            "docs/reliability.md has no row with {key} requiring \"{}\"",
             rule.requires
         );
     }
@@ -694,11 +694,11 @@ fn readme_table_lists_every_rule_and_real_tests() {
                 this.clone()
             } else {
                 std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&file))
-                    .unwrap_or_else(|_| panic!("README cites missing {file}"))
+                    .unwrap_or_else(|_| panic!("docs/reliability.md cites missing {file}"))
             };
             assert!(
                 text.contains(&format!("fn {func}(")),
-                "README cites missing test {name}"
+                "docs/reliability.md cites missing test {name}"
             );
             cited += 1;
         }
