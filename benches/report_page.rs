@@ -8,17 +8,16 @@
 //! ```
 //!
 //! The page (copied, with a timing script first in its `<head>`, the only change: see
-//! `tests/report_support/browser.rs`) is loaded `ROPESCOPE_BENCH_RUNS` times (default 5) in a fresh profile
+//! `tests/support/src/report/browser.rs`) is loaded `ROPESCOPE_BENCH_RUNS` times (default 5) in a fresh profile
 //! each time, with `--dump-dom`; the script writes the page's `first-paint` and `first-contentful-paint`
 //! (`PerformanceObserver('paint')`), DOMContentLoaded and load event times into the DOM, from navigation start.
 //! The medians are printed, for the page as opened and opened at a head card's fragment (that card drawn during
 //! load), beside the wall time of the whole Chromium run less that of an empty page. The target (the default
 //! SmolLM2 report ≤ 5 MB, first paint ≤ 2 s) is checked by reading this output, not by a timed test.
 
-#[path = "../tests/report_support/mod.rs"]
-mod report_support;
-
-use report_support::browser::{chromium, file_url, run, timings, with_timing_probe};
+use ropescope_test_support::report::browser::{
+    chromium, file_url, run, timings, with_timing_probe,
+};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -93,7 +92,10 @@ fn main() {
         (Some(page), _) => PathBuf::from(page),
         (None, Some(dir)) => ropescope::report::write_report(Path::new(&dir)).unwrap(),
         (None, None) => {
-            report_support::write_scan(&synthetic, &report_support::SMOLLM2);
+            ropescope_test_support::report::write_scan(
+                &synthetic,
+                &ropescope_test_support::report::SMOLLM2,
+            );
             let start = Instant::now();
             let page = ropescope::report::write_report(&synthetic).unwrap();
             println!(

@@ -4,8 +4,8 @@
 #
 #   theory/mutants.sh AREA [SHARD [MODULE...]]
 #
-# AREA is `theory` (src/theory/, checked by tests/theory_*.rs), `analysis` (src/analysis/, by the theory and
-# analysis tests) or `train` (src/train/, by tests/train_*.rs). SHARD (`k/n`, default `0/1`: every mutant)
+# AREA is `theory` (src/theory/, checked by tests/theory/*.rs), `analysis` (src/analysis/, by the theory and
+# analysis tests) or `train` (src/train/, by tests/train/*.rs). SHARD (`k/n`, default `0/1`: every mutant)
 # runs every n-th mutant from the k-th, round robin, so a shard is an even sample of the area. MODULEs (file
 # names in the area, without `.rs`, each with its submodule directory if it has one) restrict the run to those
 # files, e.g. the measurements the theory checks use:
@@ -25,10 +25,12 @@ area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n [module...]]}"
 shard="${2:-0/1}"
 modules=("${@:3}")
 # The test targets each area's mutants are judged by; given to the build too, so that a mutant rebuilds only them.
+# The slow tests (`#[ignore = "slow: …"]`, the training claims among them) judge mutants too: the test binaries
+# get --include-ignored.
 case "$area" in
-    theory) tests=('--cargo-arg=--test=theory_*') ;;
-    analysis) tests=('--cargo-arg=--test=theory_*' '--cargo-arg=--test=analysis_*' --cargo-arg=--lib) ;;
-    train) tests=('--cargo-arg=--test=train_*' --cargo-arg=--lib) ;;
+    theory) tests=('--cargo-arg=--test=theory') ;;
+    analysis) tests=('--cargo-arg=--test=theory' '--cargo-arg=--test=scan' --cargo-arg=--lib) ;;
+    train) tests=('--cargo-arg=--test=train' --cargo-arg=--lib) ;;
     *) echo "unknown area '$area': theory, analysis or train" >&2; exit 2 ;;
 esac
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install --locked cargo-mutants" >&2; exit 2; }
@@ -66,7 +68,7 @@ EOF
 cd "$copy"
 status=0
 CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place "${files[@]}" \
-    --shard "$shard" --sharding round-robin -o "$cache" "${tests[@]}" || status=$?
+    --shard "$shard" --sharding round-robin -o "$cache" "${tests[@]}" -- -- --include-ignored || status=$?
 echo "mutants.out: $cache/mutants.out"
 echo "survivors:"
 cat "$cache/mutants.out/missed.txt"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts and stops a single-node Slurm cluster (Debian's slurm-wlm and munge) for trying the sharded scan of
-# examples/slurm/ on one machine, and for the repository's test of it (tests/scan_cluster.rs).
+# examples/slurm/ on one machine, and for the repository's test of it (tests/scan/cluster.rs).
 #
 #   examples/slurm/cluster.sh start DIR   configure in DIR (slurm.conf, state, spool, logs), start munged,
 #                                         slurmctld and slurmd, wait until the node is idle; prints

@@ -34,7 +34,7 @@ def ids(model):
 
 @pytest.fixture(scope="session")
 def ropescope_bin():
-    """The `ropescope` command line: $ROPESCOPE_BIN (tests/python_package.rs sets it) or the PATH's."""
+    """The `ropescope` command line: $ROPESCOPE_BIN (tests/cli/python_package.rs sets it) or the PATH's."""
     path = os.environ.get("ROPESCOPE_BIN") or shutil.which("ropescope")
     if not path:
         pytest.skip("no ropescope binary (set ROPESCOPE_BIN or put it on the PATH)")

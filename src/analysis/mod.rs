@@ -2,7 +2,7 @@
 //!
 //! Two kinds of module. The measurement definitions (`slash`, `fourier`, `rank`, `cone`, `posym`, `softmax`) are
 //! pure functions on plain slices (matrices row-major), shared by the executable theory checks
-//! (`tests/theory_*.rs`), the training experiments and the real-model analyses. The real-model analyses stream
+//! (`tests/theory/*.rs`), the training experiments and the real-model analyses. The real-model analyses stream
 //! over the engine's capture (`slash_stream`, `attention_map`, `vector_stats`) or run their own forward passes
 //! (`posym_scan`, `detectors`, `cauchy_schwarz`, `ablation`), and `embedding_cone` reads the weights. Chunk indices
 //! are 0-based (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.

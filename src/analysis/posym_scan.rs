@@ -110,7 +110,7 @@ pub fn run<T: Real>(
         }
         let mut masses = PromptMasses::new(perms.len(), c.n_layers * c.n_heads, n_chunks, m);
         // The unswapped pass keeps its keys and values; a swap of blocks a < b changes no position before
-        // block a, so its pass starts there (the same bits as a whole pass; tests/engine_prefix.rs).
+        // block a, so its pass starts there (the same bits as a whole pass; tests/engine/prefix.rs).
         let mut prefix = None;
         for (pass, perm) in perms.iter().enumerate() {
             let mut swapped = ids.to_vec();

@@ -22,7 +22,7 @@ use std::fmt::Write;
 /// tokens, so the card shows queries 0–127 (8× Δmax = 16): the sink column and every slash the labels name,
 /// with room to see them settle. 64 rows are 64·65/2 = 2080 one-byte cells per map, 5.5 kB of base64 for a
 /// head's two maps, 1.5 MB for SmolLM2's 270 heads, which keeps the page under its 5 MB budget
-/// (`tests/report_browser.rs`). `ropescope figures` draws every map whole.
+/// (`tests/report/browser.rs`). `ropescope figures` draws every map whole.
 pub const PAGE_MAP_ROWS: usize = 64;
 /// Longest array printed in full in a table; longer ones are cut with a count.
 const ARRAY_SHOWN: usize = 16;

@@ -115,7 +115,7 @@ pub fn read<T: Real>(
         let v = array(file, Dtype::F64, width)?.to_f64();
         match v.iter().all(|x| x.is_finite()) {
             true => Ok(v),
-            false => Err(Error::bad_data(dir.join(file), format!("holds a value that is not finite"))),
+            false => Err(Error::bad_data(dir.join(file), "holds a value that is not finite")),
         }
     };
     let counts = |file: &str, width: &[usize], max: usize| -> Result<Vec<u32>> {

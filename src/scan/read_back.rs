@@ -225,8 +225,11 @@ fn check_prompt_sets(meta: &Meta, file: &Path) -> Result<()> {
     }
     if let [natural, random] = &meta.prompt_sets[..] {
         if random.lengths != natural.lengths {
-            return Err(Error::bad_data(file, format!("prompt_sets[random].lengths differ from prompt_sets[natural].lengths (the random prompts \
-                 have the natural prompts' lengths)")));
+            return Err(Error::bad_data(
+                file,
+                "prompt_sets[random].lengths differ from prompt_sets[natural].lengths (the random prompts have \
+                 the natural prompts' lengths)",
+            ));
         }
     }
     Ok(())
@@ -346,7 +349,7 @@ pub fn check_ablation(
     let variants = report
         .get("variants")
         .and_then(|v| v.as_array())
-        .ok_or_else(|| Error::bad_data(file, format!("has no list of variants")))?;
+        .ok_or_else(|| Error::bad_data(file, "has no list of variants"))?;
     let records = std::iter::once(("baseline".to_string(), report.get("baseline"))).chain(
         variants
             .iter()

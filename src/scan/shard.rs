@@ -391,7 +391,7 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
             )));
         }
         if !record.complete {
-            return Err(Error::bad_data(path, format!("not a complete shard record")));
+            return Err(Error::bad_data(path, "not a complete shard record"));
         }
         let prompts = read_json(&dir.join(super::format::files::PROMPTS))?;
         check_shard(&record, &prompts, dir)?;

@@ -1,4 +1,4 @@
-//! The papers' constructions, as code the executable checks in `tests/theory_*.rs` run.
+//! The papers' constructions, as code the executable checks in `tests/theory/*.rs` run.
 //!
 //! Each claim has a document in `theory/` (statement, source, hypotheses, what the check computes, tolerance,
 //! tests). Modules follow the papers:

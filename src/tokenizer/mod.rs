@@ -2,7 +2,7 @@
 //! the pre-tokenizers of [`PreTokenizer`]) and SentencePiece (`llama`, e.g. Gemma 3).
 //!
 //! The ids are those HF transformers produces for a tokenizer it builds from the same file, which
-//! `tests/tokenizer_real.rs` checks on the texts of `fixtures/tokenizer/`. The HF `tokenizers` crate is
+//! `tests/engine/tokenizer_real.rs` checks on the texts of `fixtures/tokenizer/`. The HF `tokenizers` crate is
 //! deliberately not used here: it is the reference these tokenizers are tested against, and ropescope must stand
 //! on its own.
 

@@ -2,14 +2,13 @@
 //! regular files read with a size limit, and an operating-system error is stated once (README, "Bounds on every
 //! count, length and input file").
 //!
-//! Each test runs the binary under [`crate::support::DEADLINE`] and kills it past that, so a hang fails the test
+//! Each test runs the binary under [`ropescope_test_support::cli::DEADLINE`] and kills it past that, so a hang fails the test
 //! instead of stalling the suite; each refusal is one line with its exit code and the value's allowed range.
 
-use crate::support::{
-    arg, assert_ok, assert_refused, fifo, run, run_with, write_ids, write_model, Run,
-};
 use ropescope::io::input_file::{MAX_IDS_BYTES, MAX_JSON_BYTES, MAX_NPY_BYTES, MAX_TEXT_BYTES};
 use ropescope::synth::SyntheticModel;
+use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run, run_with, Run};
+use ropescope_test_support::inputs::{fifo, write_ids, write_model};
 use std::path::{Path, PathBuf};
 
 /// The synthetic llama model (context 512, vocabulary 64) at `dir/model.gguf`.
@@ -403,7 +402,7 @@ fn tolerances_of_unknown_kinds_or_out_of_range_are_refused() {
 #[test]
 fn prompts_too_short_for_a_multi_pass_analysis_are_refused_before_any_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let m = crate::common::fixture("converted/llama/model.gguf");
+    let m = ropescope_test_support::paths::fixture("converted/llama/model.gguf");
     let out = dir.path().join("out");
     let scan = |analyses: &str, length: &str, out: &Path| {
         run(&[
@@ -455,7 +454,7 @@ fn prompts_too_short_for_a_multi_pass_analysis_are_refused_before_any_pass() {
 #[test]
 fn an_empty_text_is_refused_as_a_prompt() {
     let dir = tempfile::tempdir().unwrap();
-    let m = crate::common::fixture("converted/llama/model.gguf");
+    let m = ropescope_test_support::paths::fixture("converted/llama/model.gguf");
     let empty = dir.path().join("empty.txt");
     std::fs::write(&empty, b"").unwrap();
     let out = dir.path().join("out");

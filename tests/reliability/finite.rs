@@ -1,9 +1,10 @@
 //! No output holds a NaN or an infinity: a model file whose weights give one is refused where it first
 //! appears, naming the layer and the tensor, and nothing is written (`src/model/finite.rs`).
 
-use crate::support::{arg, assert_ok, assert_refused, run, write_ids, Run};
 use ropescope::synth::SyntheticModel;
 use ropescope::ErrorKind;
+use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run, Run};
+use ropescope_test_support::inputs::write_ids;
 use std::path::{Path, PathBuf};
 
 /// A two-layer llama model whose tensor `name` has `value` at element 3 (every other element small and

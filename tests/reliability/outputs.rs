@@ -4,10 +4,9 @@
 //! Each input kind is put where an output would replace or remove it; the command must refuse with exit code 2
 //! and leave the input byte for byte.
 
-use crate::support::{
-    arg, assert_ok, assert_refused, copy_example_scan, run, write_ids, write_model,
-};
 use ropescope::io::npy;
+use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run};
+use ropescope_test_support::inputs::{copy_example_scan, write_ids, write_model};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -563,7 +562,11 @@ fn entries(dir: &Path) -> Vec<String> {
 /// `dir/model.gguf`.
 fn tokenizing_model_in(dir: &Path) -> PathBuf {
     let path = dir.join("model.gguf");
-    std::fs::copy(crate::common::fixture("converted/llama/model.gguf"), &path).unwrap();
+    std::fs::copy(
+        ropescope_test_support::paths::fixture("converted/llama/model.gguf"),
+        &path,
+    )
+    .unwrap();
     path
 }
 

@@ -1,11 +1,12 @@
 //! Scan directories, shard directories and token-id files read back: each test copies the example scan
 //! (`fixtures/scan/example`), corrupts one file the way a hostile or damaged input would, and runs the commands
 //! that read it. Each must exit 3 with one error line naming the file, the value and its allowed range, and
-//! return promptly (the child is killed past [`crate::support::DEADLINE`]).
+//! return promptly (the child is killed past [`ropescope_test_support::cli::DEADLINE`]).
 
-use crate::common;
-use crate::support::{arg, assert_ok, assert_refused, copy_example_scan, fifo, run, write_model};
 use ropescope::io::npy;
+use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run};
+use ropescope_test_support::inputs::{copy_example_scan, fifo, write_model};
+use ropescope_test_support::paths;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -42,7 +43,7 @@ fn edit(dir: &Path, name: &str, f: impl FnOnce(&mut Value)) {
 fn readers(scan: &Path, tmp: &Path) -> Vec<Vec<String>> {
     let s = scan.display().to_string();
     let out = |name: &str| tmp.join(name).display().to_string();
-    let good = common::fixture("scan/example").display().to_string();
+    let good = paths::fixture("scan/example").display().to_string();
     [
         vec!["report", &s],
         vec!["figures", &s, "--out", &out("figures")],
@@ -262,7 +263,7 @@ fn an_array_of_another_shape_is_refused() {
         "slash_natural.npy: F64 [3, 2, 9] does not fit the model: expected F64 [2, 3, 9] as meta.json implies",
     );
     // Float64 attention maps where the format has float32.
-    std::fs::copy(common::fixture("scan/example/slash_natural.npy"), &slash).unwrap();
+    std::fs::copy(paths::fixture("scan/example/slash_natural.npy"), &slash).unwrap();
     let map = scan.join("attention_map_natural.npy");
     npy::write(&map, &[2, 3, 16, 8], &vec![0.0f64; 2 * 3 * 16 * 8]).unwrap();
     refused(
@@ -306,7 +307,7 @@ fn two_dimensional_ids_are_refused_not_flattened() {
 /// A shard directory made from the example scan: its meta (not complete), `of` shards, this one `shard`,
 /// every task of the scan when it is the only one.
 fn shard_dir(tmp: &Path, name: &str, shard: u64, of: u64, model: &str) -> PathBuf {
-    let example = common::fixture("scan/example");
+    let example = paths::fixture("scan/example");
     let dir = tmp.join(name);
     std::fs::create_dir(&dir).unwrap();
     std::fs::copy(example.join("prompts.json"), dir.join("prompts.json")).unwrap();

@@ -3,21 +3,21 @@
 //! model (`fixtures/converted/`) so that it breaks exactly one rule, and checks that `reference` refuses it with
 //! exit 3 and one line naming the key and its allowed range, writing nothing; the unaltered models pass.
 
-use crate::common;
-use crate::support::{arg, assert_ok, assert_refused, run, Run};
 use ropescope::gguf::{GgmlType, GgufFile, GgufWriter, Value};
 use ropescope::model::arch::validate::RULES;
 use ropescope::rope::{Scaling, Yarn};
+use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run, Run};
+use ropescope_test_support::paths;
 use std::path::{Path, PathBuf};
 
 fn converted(variant: &str) -> PathBuf {
-    common::fixture(&format!("converted/{variant}/model.gguf"))
+    paths::fixture(&format!("converted/{variant}/model.gguf"))
 }
 
 /// A copy of converted model `variant` in `dir` with `edit` applied.
 fn altered(variant: &str, edit: impl FnOnce(&mut GgufWriter), dir: &Path) -> PathBuf {
     let path = dir.join("altered.gguf");
-    common::rewrite_gguf(&converted(variant), edit, &path);
+    ropescope_test_support::gguf::rewrite_gguf(&converted(variant), edit, &path);
     path
 }
 
@@ -660,7 +660,7 @@ fn rope_factor_tensors_must_be_finite_and_positive() {
 /// requirement), and every test it names exists.
 #[test]
 fn readme_table_lists_every_rule_and_real_tests() {
-    let readme = std::fs::read_to_string(common::fixture("../docs/reliability.md")).unwrap();
+    let readme = std::fs::read_to_string(paths::fixture("../docs/reliability.md")).unwrap();
     let section = readme
         .split("## What a model file must satisfy")
         .nth(1)
@@ -708,7 +708,7 @@ fn readme_table_lists_every_rule_and_real_tests() {
 
 /// A Gemma 2 file without its soft-capping keys computes as HF's `Gemma2Config` and llama.cpp do without them:
 /// with their defaults 50 and 30, the values the converted model states; its logits equal the converted
-/// model's bit for bit (which `tests/engine_converted.rs` holds to HF float64).
+/// model's bit for bit (which `tests/engine/converted.rs` holds to HF float64).
 #[test]
 fn gemma2_without_soft_capping_keys_takes_the_defaults_of_hf_and_llama_cpp() {
     use ropescope::capture::NoCapture;
