@@ -15,22 +15,9 @@ use ropescope::theory::positional::{
 };
 use ropescope::theory::rotation::{distance_to_multiple_of_two_pi, nearest_return, rounding_bound};
 use ropescope::theory::semantic_channel::break_channel;
-use ropescope_test_support::theory::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
-
-fn pairing(adjacent: bool) -> Pairing {
-    if adjacent {
-        Pairing::Adjacent
-    } else {
-        Pairing::HalfSplit
-    }
-}
-
-fn other(pairing: Pairing) -> Pairing {
-    match pairing {
-        Pairing::Adjacent => Pairing::HalfSplit,
-        Pairing::HalfSplit => Pairing::Adjacent,
-    }
-}
+use ropescope_test_support::theory::{
+    config, gaussian, norm_sq, other, pairing, rng, scaled, unit, SEED,
+};
 
 // ---------------------------------------------------------------- Lemma A.1
 

@@ -18,22 +18,9 @@ use ropescope::theory::slash::{
     cone_rank_one_deficit_bound, minimal_slash_budget, rank_one_logit_perturbation,
     rank_one_slash_score, slash_deviation_bound,
 };
-use ropescope_test_support::theory::{config, gaussian, norm_sq, rng, scaled, unit, SEED};
-
-fn pairing(adjacent: bool) -> Pairing {
-    if adjacent {
-        Pairing::Adjacent
-    } else {
-        Pairing::HalfSplit
-    }
-}
-
-fn other(pairing: Pairing) -> Pairing {
-    match pairing {
-        Pairing::Adjacent => Pairing::HalfSplit,
-        Pairing::HalfSplit => Pairing::Adjacent,
-    }
-}
+use ropescope_test_support::theory::{
+    config, gaussian, norm_sq, other, pairing, rng, scaled, unit, SEED,
+};
 
 /// `(R^i q)·(R^j k)` through the engine's own rotation.
 fn direct_logit(spec: &RopeSpec, q: &[f64], i: usize, k: &[f64], j: usize) -> f64 {

@@ -4,7 +4,7 @@ use proptest::test_runner::{Config, RngSeed};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
-use ropescope::rope::RopeTable;
+use ropescope::rope::{Pairing, RopeTable};
 
 /// The seed of every property test and every sampled check: runs are reproducible on any machine.
 pub const SEED: u64 = 0x0005_EED0_F7E0;
@@ -50,4 +50,21 @@ pub fn rotated(table: &RopeTable<f64>, mask: &[bool], x: &[f64], pos: usize) -> 
     let mut y = x.to_vec();
     table.rotate_masked(&mut y, pos, mask);
     y
+}
+
+/// The pairing a property test draws: adjacent coordinates (GGUF `llama`) or the half-split of the others.
+pub fn pairing(adjacent: bool) -> Pairing {
+    if adjacent {
+        Pairing::Adjacent
+    } else {
+        Pairing::HalfSplit
+    }
+}
+
+/// The pairing that is not `pairing`: the wrong one, for the checks that must fail with it.
+pub fn other(pairing: Pairing) -> Pairing {
+    match pairing {
+        Pairing::Adjacent => Pairing::HalfSplit,
+        Pairing::HalfSplit => Pairing::Adjacent,
+    }
 }
