@@ -27,7 +27,7 @@
 //! - [`synth`]: [`synth::SyntheticModel`], tiny seeded models of every architecture, in memory (the examples
 //!   below run on them);
 //! - [`numeric`] ([`numeric::Real`], the float of `Model<f64>` and `Model<f32>`), [`error`], [`interrupt`]
-//!   (stopping a pass from outside) and [`cli::run_args`], the command line as a function.
+//!   (stopping a pass from outside) and [`cli::main`], the command line.
 //!
 //! Everything else is crate-private: the scan's parts and its report, the exports, training, `synth`'s file
 //! generator, quantization, the kernels, profiling, and the engine's own parts of `model`, `reference` and `io`. The `internals` cargo feature makes it public,

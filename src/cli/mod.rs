@@ -185,16 +185,6 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// Runs one command given as its arguments (`["scan", "model.gguf", "--out", "dir"]`, no program name) in this
-/// process, as the command line would, with the global thread pool as it is: for embeddings (the Python
-/// package's `scan`). The error is the command line's, with its kind ([`error_kind`]).
-pub fn run_args<I: IntoIterator<Item = String>>(args: I) -> anyhow::Result<()> {
-    let cli = Cli::try_parse_from(std::iter::once("ropescope".to_string()).chain(args))
-        .map_err(|e| Error::Argument(e.to_string().trim_end().to_string()))?;
-    check_threads(cli.threads)?;
-    dispatch(cli.command)
-}
-
 /// Refuses a `--threads` outside `1..=MAX_THREADS`.
 fn check_threads(threads: Option<usize>) -> anyhow::Result<()> {
     match threads {
@@ -220,7 +210,7 @@ fn start_threads(threads: Option<usize>) -> anyhow::Result<()> {
 /// A failed command's message as one line: its chain of causes joined by ": ", leaving out a cause whose text
 /// the line already ends with (an [`Error::Io`] states its operating-system error, which is also its cause);
 /// a request parameter is named by its flag.
-pub fn error_message(e: &anyhow::Error) -> String {
+fn error_message(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
         let text = match cause.downcast_ref::<Error>() {
@@ -249,7 +239,7 @@ fn flag_text(e: &Error) -> String {
 
 /// The kind of a failed command: that of the first ropescope [`Error`] in its chain of causes, else
 /// [`ErrorKind::Io`] for an operating-system error, else [`ErrorKind::Internal`].
-pub fn error_kind(e: &anyhow::Error) -> ErrorKind {
+fn error_kind(e: &anyhow::Error) -> ErrorKind {
     e.chain()
         .find_map(|cause| {
             if let Some(err) = cause.downcast_ref::<Error>() {
