@@ -1,7 +1,8 @@
-//! Lemma A.1 of *Round and Round We Go* (Appendix A.1): for a rational `g ≠ 0` (RoPE's `g_l` are rational, being
-//! floating-point numbers) and an integer `n`, `n g ≡ 0 (mod 2π)` only when `n = 0`, since π is irrational.
-//! Numerically: the distance of `n g` to the nearest multiple of 2π is positive for every `n ≠ 0`, and the
-//! check reports how close it comes.
+//! Lemmas A.1 and A.2 of *Round and Round We Go* (Appendix A): for a rational `g ≠ 0` (RoPE's `g_l` are rational,
+//! being floating-point numbers) and an integer `n`, `n g ≡ 0 (mod 2π)` only when `n = 0`, since π is irrational
+//! (A.1); and the angles `n g mod 2π` are dense in `[0, 2π]` (A.2). Numerically: the distance of `n g` to the
+//! nearest multiple of 2π is positive for every `n ≠ 0`, and the check reports how close it comes; and every
+//! target angle of a grid is reached within `δ` by some `n ≤ N(δ)`, with `N` growing as `δ` shrinks.
 
 use std::f64::consts::TAU;
 
@@ -37,4 +38,33 @@ pub fn nearest_return(g: f64, n_max: u64) -> Option<NearestReturn> {
 pub fn rounding_bound(g: f64, n_max: u64) -> f64 {
     let x = n_max as f64 * g.abs();
     (x + x + TAU) * f64::EPSILON
+}
+
+/// Lemma A.2 on a finite range: the least `N ≤ n_max` such that each of the `targets` angles `2π t / targets`
+/// (`t = 0..targets`) is within `delta` (on the circle) of `n g mod 2π` for some `n ∈ 1..=N`; `None` when some
+/// target is still unreached at `n_max` (or `targets == 0`, or `delta` is not positive).
+pub fn covering_length(g: f64, targets: usize, delta: f64, n_max: u64) -> Option<u64> {
+    if targets == 0 || delta.is_nan() || delta <= 0.0 {
+        return None;
+    }
+    let step = TAU / targets as f64;
+    let mut reached = vec![false; targets];
+    let mut left = targets;
+    // The targets within `delta` of `x` lie among the indices `(x ± delta) / step`, taken round the circle.
+    let reach = (delta / step).ceil() as i64 + 1;
+    for n in 1..=n_max {
+        let x = (n as f64 * g).rem_euclid(TAU);
+        let centre = (x / step).round() as i64;
+        for t in centre - reach..=centre + reach {
+            let i = t.rem_euclid(targets as i64) as usize;
+            if !reached[i] && distance_to_multiple_of_two_pi(x - i as f64 * step) <= delta {
+                reached[i] = true;
+                left -= 1;
+            }
+        }
+        if left == 0 {
+            return Some(n);
+        }
+    }
+    None
 }

@@ -77,3 +77,17 @@ pub fn break_channel(
         distractor,
     })
 }
+
+/// The first distance `Δ ∈ 1..=delta_max` at which one chunk's logit `(R^Δ q)·(R^0 k)` (frequency `g`, the query
+/// `Δ` tokens after the key) has another sign than at `Δ = 0`; `None` when it keeps its sign up to `delta_max`
+/// or is zero at `Δ = 0`. The apostrophe head of App. E.1 relies on the low-frequency channel keeping its sign
+/// over the context it was trained on.
+pub fn first_sign_change(g: f64, q: [f64; 2], k: [f64; 2], delta_max: usize) -> Option<usize> {
+    let head = Rotation::single_frequency(g);
+    let at = |delta: usize| head.logit(&q, delta, &k, 0);
+    let start = at(0);
+    if start == 0.0 {
+        return None;
+    }
+    (1..=delta_max).find(|&delta| at(delta).signum() != start.signum())
+}

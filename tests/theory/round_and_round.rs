@@ -13,8 +13,10 @@ use ropescope::theory::positional::{
     competitor_offsets, construction, key_peaking_at_distance, relative_logit,
     required_norm_squared, sharpness_threshold, sufficient_scale, PositionalPattern,
 };
-use ropescope::theory::rotation::{distance_to_multiple_of_two_pi, nearest_return, rounding_bound};
-use ropescope::theory::semantic_channel::break_channel;
+use ropescope::theory::rotation::{
+    covering_length, distance_to_multiple_of_two_pi, nearest_return, rounding_bound,
+};
+use ropescope::theory::semantic_channel::{break_channel, first_sign_change};
 use ropescope_test_support::theory::{
     config, gaussian, norm_sq, other, pairing, rng, scaled, unit, SEED,
 };
@@ -98,6 +100,48 @@ fn lemma_a1_rounding_bound_covers_true_returns_and_is_a_few_ulps() {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------- Lemma A.2
+
+/// Target angles of the Lemma A.2 check: a one-degree grid on `[0, 2π)`.
+const LEMMA_A2_TARGETS: usize = 360;
+/// Distances `δ` within which every target must be reached, shrinking.
+const LEMMA_A2_DELTAS: [f64; 3] = [0.05, 0.01, 0.002];
+/// Largest multiplier `n` searched.
+const LEMMA_A2_N_MAX: u64 = 400_000;
+
+/// Lemma A.2 on a finite range: for the fastest, a middle and the slowest chunk of a d = 128, θ = 10⁴ head, every
+/// angle of a one-degree grid is within `δ` of some `n g mod 2π` with `n ≤ N(δ)`, for each `δ` of
+/// [`LEMMA_A2_DELTAS`], and `N(δ)` grows as `δ` shrinks (density is approached, not reached at a finite `n`).
+#[test]
+fn lemma_a2_rope_frequencies_reach_every_angle_within_delta() {
+    let spec = RopeSpec::new(128, 10_000.0, Pairing::HalfSplit);
+    for chunk in [0, 32, 63] {
+        let g: f64 = spec.frequency(chunk);
+        let n: Vec<u64> = LEMMA_A2_DELTAS
+            .iter()
+            .map(|&delta| {
+                covering_length(g, LEMMA_A2_TARGETS, delta, LEMMA_A2_N_MAX)
+                    .unwrap_or_else(|| panic!("chunk {chunk}: a target unreached within {delta}"))
+            })
+            .collect();
+        println!("chunk {chunk} (g = {g:.3e}): N(δ) = {n:?} for δ = {LEMMA_A2_DELTAS:?}");
+        assert!(n.windows(2).all(|w| w[0] < w[1]), "chunk {chunk}: {n:?}");
+    }
+}
+
+/// Companion: a rational multiple of 2π (`g = 2π·3/7`) visits only seven angles, so most of the grid is never
+/// reached, however large `n`: the density the lemma asserts needs `g / 2π` irrational.
+#[test]
+fn lemma_a2_fails_for_rational_multiple_of_two_pi() {
+    let g = TAU * 3.0 / 7.0;
+    assert_eq!(
+        covering_length(g, LEMMA_A2_TARGETS, 0.05, LEMMA_A2_N_MAX),
+        None
+    );
+    // Seven targets placed on the orbit are all reached at once, at n = 7.
+    assert_eq!(covering_length(g, 7, 1e-9, LEMMA_A2_N_MAX), Some(7));
 }
 
 // ---------------------------------------------------------------- Lemma A.3
@@ -803,6 +847,52 @@ fn thm_6_1_break_channel_refuses_targets_outside_the_movable_positions() {
     assert_eq!(break_channel(g, q, &[], 0), None);
 }
 
+// ---------------------------------------------------------------- App. E.1: the apostrophe head's channel
+
+/// Gemma 7B's context length, over which App. E.1 says the channel is stable.
+const GEMMA_7B_CONTEXT: usize = 8000;
+/// The apostrophe head's semantic-channel frequency, `g_119 = 10,000^{−2·118/256}` (App. E.1; chunk 119, 1-based).
+fn g_119() -> f64 {
+    10_000f64.powf(-2.0 * 118.0 / 256.0)
+}
+/// The printed vectors of chunk 119: the query of a non-bos token, and the keys of a non-bos token and of bos.
+const E1_Q: [f64; 2] = [-4.1, 11.3];
+const E1_K: [f64; 2] = [11.2, -3.5];
+const E1_K_BOS: [f64; 2] = [-2.5, 1.3];
+
+/// App. E.1: through the engine's rotation, the channel's logit stays negative towards non-bos keys and positive
+/// towards bos at every distance up to Gemma 7B's 8k context, and first changes sign beyond it, at Δ = 12,129
+/// (non-bos) and Δ = 11,269 (bos): the mechanism is stable over the context and breaks over longer sequences,
+/// as the text expects from Thm 6.1.
+#[test]
+fn appendix_e1_apostrophe_channel_keeps_its_signs_over_the_context_and_breaks_beyond() {
+    let g = g_119();
+    let non_bos = first_sign_change(g, E1_Q, E1_K, 20_000);
+    let bos = first_sign_change(g, E1_Q, E1_K_BOS, 20_000);
+    assert_eq!((non_bos, bos), (Some(12_129), Some(11_269)));
+    assert!(non_bos.unwrap() > GEMMA_7B_CONTEXT && bos.unwrap() > GEMMA_7B_CONTEXT);
+    let head = Rotation::single_frequency(g);
+    assert!(head.logit(&E1_Q, 0, &E1_K, 0) < 0.0 && head.logit(&E1_Q, 0, &E1_K_BOS, 0) > 0.0);
+}
+
+/// Companion: the same vectors on a faster chunk (`g_90`, 7.5 times `g_119`) change sign well inside the 8k
+/// context, so the stability needs the low frequency; and with the opposite sense of rotation (a key rotated
+/// forward relative to the query) the signs change at Δ = 3170 and 4031, inside it too.
+#[test]
+fn appendix_e1_channel_breaks_inside_the_context_at_a_higher_frequency() {
+    let g_90 = 10_000f64.powf(-2.0 * 89.0 / 256.0);
+    assert!(g_90 > 7.0 * g_119());
+    for k in [E1_K, E1_K_BOS] {
+        let change = first_sign_change(g_90, E1_Q, k, GEMMA_7B_CONTEXT);
+        assert!(change.is_some_and(|d| d < GEMMA_7B_CONTEXT), "{change:?}");
+    }
+    let reversed = |k: [f64; 2]| first_sign_change(-g_119(), E1_Q, k, GEMMA_7B_CONTEXT);
+    assert_eq!(
+        (reversed(E1_K), reversed(E1_K_BOS)),
+        (Some(3170), Some(4031))
+    );
+}
+
 // ---------------------------------------------------------------- numbers stated in the text
 
 /// Relative tolerance on a number the text rounds to two or three significant figures.
@@ -811,6 +901,13 @@ const TEXT_ROUNDING_REL_TOL: f64 = 0.01;
 /// Whether `value` rounds to the text's `stated` within [`TEXT_ROUNDING_REL_TOL`].
 fn agrees_with_text(value: f64, stated: f64) -> bool {
     ((value - stated) / stated).abs() <= TEXT_ROUNDING_REL_TOL
+}
+
+/// Whether `value`, rounded to one significant figure, is the text's `stated` (printed with one figure, as
+/// `0.0002`): within half a unit of that figure.
+fn agrees_to_one_figure(value: f64, stated: f64) -> bool {
+    let unit = 10f64.powf(stated.abs().log10().floor());
+    (value - stated).abs() < 0.5 * unit
 }
 
 /// The numbers the text states as facts, recomputed. §6: a 128k context completes ≈ 2.04 turns of the wavelength
@@ -828,6 +925,12 @@ fn text_numbers_recomputed() {
         agrees_with_text(non_bos, -85.5) && agrees_with_text(bos, 24.9),
         "{non_bos} {bos}"
     );
+    // App. E.1: `g_119 ≈ 0.0002` and `8000 g_119 ≈ 1.64`; App. C: `10,000^{−0.8} ≈ 0.0006`.
+    assert!(agrees_to_one_figure(g_119(), 0.0002), "{}", g_119());
+    let quarter = 8000.0 * g_119();
+    assert!(agrees_with_text(quarter, 1.64), "{quarter}");
+    let llama_knee = 10_000f64.powf(-0.8);
+    assert!(agrees_to_one_figure(llama_knee, 0.0006), "{llama_knee}");
     let band_start = 500_000f64.powf(-40.0 / 64.0);
     println!("500000^(-40/64) = {band_start:.4e}");
     assert!(agrees_with_text(band_start, 2.74e-4));
