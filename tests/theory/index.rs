@@ -9,7 +9,9 @@
 //!    (this file, the checker itself, excepted);
 //! 3. every document is listed in `theory/README.md`;
 //! 4. no referenced test is `#[ignore]`d, unless the reason given starts with `slow:` (a slow test runs in the full
-//!    run, `cargo test -- --include-ignored`; any other ignored test checks nothing).
+//!    run, `cargo test -- --include-ignored`; any other ignored test checks nothing);
+//! 5. the status of every row of `theory/README.md` that links a document states the same kind of check (its first
+//!    two words, e.g. `checked numerically`, `checked statistically`) as the document's `**Status.**` paragraph.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -84,6 +86,40 @@ fn test_functions_flagged(source: &str) -> (BTreeSet<String>, BTreeSet<String>) 
     (names, ignored)
 }
 
+/// The marker that starts a document's status.
+const STATUS_MARKER: &str = "**Status.**";
+
+/// The kind of check a status states: its first two words, lower-case, without punctuation (`checked exactly`).
+fn status_kind(status: &str) -> String {
+    status
+        .split_whitespace()
+        .take(2)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `(document, status)` of every row of the index that links a document: the status is the cell before the last
+/// (a claim's own cell may hold `|` inside code, so cells are counted from the end).
+fn index_statuses(readme: &str) -> Vec<(String, String)> {
+    readme
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .filter_map(|row| {
+            let cells: Vec<&str> = row.trim_end().trim_end_matches('|').split('|').collect();
+            let [.., status, document] = cells[..] else {
+                return None;
+            };
+            let name = document.split("](").nth(1)?.split(')').next()?;
+            name.ends_with(".md")
+                .then(|| (name.to_string(), status.trim().to_string()))
+        })
+        .collect()
+}
+
 /// Every drift between `root/theory/` and `root/tests/`, one message each.
 fn drift(root: &Path) -> Vec<String> {
     let mut problems = Vec::new();
@@ -135,6 +171,21 @@ fn drift(root: &Path) -> Vec<String> {
         }
     }
 
+    for (name, status) in index_statuses(&readme) {
+        let text = fs::read_to_string(theory.join(&name)).unwrap_or_default();
+        let Some(own) = text.lines().find_map(|l| l.strip_prefix(STATUS_MARKER)) else {
+            problems.push(format!("theory/{name} has no {STATUS_MARKER} paragraph"));
+            continue;
+        };
+        if status_kind(own) != status_kind(&status) {
+            problems.push(format!(
+                "theory/{name}: the document says \"{}\", theory/README.md \"{}\"",
+                status_kind(own),
+                status_kind(&status)
+            ));
+        }
+    }
+
     let mut test_files: Vec<String> = CHECKED_BINARIES
         .iter()
         .flat_map(|binary| {
@@ -176,8 +227,9 @@ fn theory_documents_and_tests_are_in_step() {
 }
 
 /// The checker itself can fail: in a scratch tree with one drift of each kind it reports every one of them (a
-/// citation of the former one-file-per-binary layout among them), it finds tests inside `proptest!` blocks, and it
-/// accepts a cited test ignored only for being slow.
+/// citation of the former one-file-per-binary layout and a status the index states otherwise among them), it
+/// finds tests inside `proptest!` blocks, it accepts a cited test ignored only for being slow, and it reads the
+/// status cell of a row whose claim holds `|` in code.
 #[test]
 fn drift_check_reports_each_kind_of_drift() {
     let dir = tempfile::tempdir().unwrap();
@@ -186,13 +238,21 @@ fn drift_check_reports_each_kind_of_drift() {
     fs::create_dir_all(root.join("tests/theory")).unwrap();
     fs::create_dir_all(root.join("tests/train")).unwrap();
     let write = |path: &str, text: &str| fs::write(root.join(path), text).unwrap();
-    write("theory/README.md", "| [a](a.md) | [b](b.md) |\n");
+    write(
+        "theory/README.md",
+        "| claim `|x|` | src | checked exactly | [a](a.md) |\n| claim | src | open: why | — |\n\
+         | claim | src | checked numerically | [d](d.md) |\n| [b](b.md) |\n",
+    );
     write(
         "theory/a.md",
-        "# A\n**Tests:** `tests/theory/x.rs::checked`, `tests/theory/x.rs::missing`, `tests/theory/y.rs::gone`,\n\
-         `tests/theory_x.rs::checked`\n",
+        "# A\n**Status.** Checked exactly.\n\n**Tests:** `tests/theory/x.rs::checked`, `tests/theory/x.rs::missing`, \
+         `tests/theory/y.rs::gone`,\n`tests/theory_x.rs::checked`\n",
     );
     write("theory/b.md", "# B without a tests line\n");
+    write(
+        "theory/d.md",
+        "**Status.** Checked statistically.\n\n**Tests:** `tests/theory/x.rs::checked`\n",
+    );
     write(
         "theory/c.md",
         "**Tests:** `tests/train/z.rs::trained`, `tests/train/z.rs::slow`\n",
@@ -215,6 +275,8 @@ fn drift_check_reports_each_kind_of_drift() {
         "theory/c.md is not listed in theory/README.md",
         "theory/c.md: tests/train/z.rs::trained is #[ignore]d",
         "tests/theory/x.rs::orphan is not named by any theory document",
+        "theory/d.md: the document says \"checked statistically\", theory/README.md \"checked numerically\"",
+        "theory/b.md has no **Status.** paragraph",
     ];
     assert_eq!(problems.len(), expected.len(), "{problems:#?}");
     for message in expected {
