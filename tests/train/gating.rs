@@ -3,9 +3,9 @@
 //! answer position, and where the trained heads land on the positional-symbolic plane.
 //!
 //! Every claim is a statistic: its per-seed condition is evaluated on [`SEEDS`] independently seeded runs and the
-//! test asserts that at least `p_min` of them satisfy it (theory/train-gating.md, "Statistics"). A claim and its
-//! companion (the same condition with the hypothesis broken, whose pass fraction must stay below `p_min`) share
-//! their runs.
+//! test asserts that at least `p_min` (7 of 8) of them satisfy it (theory/train-gating.md, "Statistics"). A claim
+//! and its companion (the same condition with the hypothesis broken, which at most 1 of 8 may satisfy) share their
+//! runs.
 
 use ropescope::train::canonical::tasks::Task;
 use ropescope::train::canonical::{run, CanonicalConfig, CanonicalReport};
@@ -34,8 +34,12 @@ const INVERSE_U_ACCURACY: f64 = 0.8;
 /// the least of 64 seeds at gate {2} (0.541), above the most at gate {1} (0.350).
 const INVERSE_U_ACCURACY_MIN: f64 = 0.45;
 
-/// Least fraction of seeds on which a claim must hold (5 of 8); a companion must stay below it.
-const P_MIN: f64 = 0.625;
+/// Least fraction of seeds on which a claim must hold (7 of 8): a regression to a per-seed rate of 70% passes
+/// with probability 0.26 (at 5 of 8 it was 0.81); theory/train-gating.md, "Statistics".
+const P_MIN: f64 = 0.875;
+/// A companion (a claim's condition with its hypothesis broken) must hold on fewer than this fraction of the
+/// seeds: at most 1 of 8.
+const COMPANION_BELOW: f64 = 0.25;
 
 /// The runs of `task` gated to `chunks`, for seeds `0..K`, shared by every test that asks for them.
 fn runs(task: Task, chunks: &[usize]) -> Arc<Vec<CanonicalReport>> {
@@ -135,7 +139,7 @@ fn index_is_not_u_shaped_with_a_high_or_a_zero_frequency() {
             &runs(Task::Index, &[chunk]),
             failed_u_shaped,
         )
-        .assert_below(P_MIN);
+        .assert_below(COMPANION_BELOW);
     }
 }
 
@@ -165,13 +169,13 @@ fn positional_and_symbolic_heads_do_not_swap_sides() {
         &runs(Task::Retrieval, &[7]),
         learned_by_a_positional_head,
     )
-    .assert_below(P_MIN);
+    .assert_below(COMPANION_BELOW);
     tally(
         "Index, gate {1}: learned by a symbolic head",
         &runs(Task::Index, &[1]),
         learned_by_a_symbolic_head,
     )
-    .assert_below(P_MIN);
+    .assert_below(COMPANION_BELOW);
 }
 
 #[test]
@@ -207,7 +211,7 @@ fn retrieval_is_not_inverse_u_shaped_with_a_zero_or_a_higher_frequency() {
             &runs(Task::Retrieval, &[chunk]),
             failed_inverse_u_shaped,
         )
-        .assert_below(P_MIN);
+        .assert_below(COMPANION_BELOW);
     }
 }
 
