@@ -76,6 +76,66 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// p-RoPE with `0 < p < 1` keeps each rotated chunk's own frequency `g_l = θ^{−2l/d}` (the whole head's, not
+    /// one recomputed over the rotated dimensions): every chunk it rotates comes out exactly as under full RoPE,
+    /// bit for bit, and every other chunk exactly as it went in.
+    #[test]
+    fn p_rope_rotated_chunks_keep_their_own_frequencies_exactly(
+        half_dim in 2usize..33,
+        adjacent in any::<bool>(),
+        p in 0.01f64..0.99,
+        i in 0usize..N_POS,
+        seed in any::<u64>(),
+    ) {
+        let (spec, table, q, _) = instance(half_dim, adjacent, seed);
+        let mask = p_rope_mask(half_dim, p);
+        let full = rotated(&table, &vec![true; half_dim], &q, i);
+        let partial = rotated(&table, &mask, &q, i);
+        for (l, &rotates) in mask.iter().enumerate() {
+            let (a, b) = spec.chunk_dims(l);
+            let expected = if rotates { (full[a], full[b]) } else { (q[a], q[b]) };
+            prop_assert_eq!((partial[a], partial[b]), expected, "chunk {}", l);
+        }
+    }
+}
+
+/// Companion: the other convention, partial rotation with frequencies recomputed over the rotated dimensions
+/// (`θ^{−2l/d_rot}`, as GPT-NeoX's `rotary_pct` does), rotates chunk 1 of a half-rotated 32-dimensional head by
+/// another angle than p-RoPE does, so the check above tells the two apart.
+#[test]
+fn p_rope_is_not_partial_rotation_with_recomputed_frequencies() {
+    let (spec, table, q, _) = instance(16, false, theory::SEED);
+    let mask = p_rope_mask(16, 0.5);
+    let kept = rotating_chunks(16, 0.5);
+    let recomputed: Vec<f64> = (0..16)
+        .map(|l| {
+            if l < kept {
+                10_000f64.powf(-2.0 * l as f64 / (2 * kept) as f64)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let p_rope = rotated(&table, &mask, &q, 100);
+    let partial = Rotation::with_frequencies(spec.clone(), recomputed).at(&q, 100);
+    let (a, b) = spec.chunk_dims(1);
+    assert!(
+        (p_rope[a] - partial[a]).abs() + (p_rope[b] - partial[b]).abs() > 1e-3,
+        "chunk 1: {:?} vs {:?}",
+        (p_rope[a], p_rope[b]),
+        (partial[a], partial[b])
+    );
+    let (a0, b0) = spec.chunk_dims(0);
+    assert_eq!(
+        (p_rope[a0], p_rope[b0]),
+        (partial[a0], partial[b0]),
+        "chunk 0 has g = 1 in both"
+    );
+}
+
 /// Companion: a chunk that keeps its rotation (here the slowest chunk under reversed 0.25-RoPE, and the fastest
 /// under 0.25-RoPE) contributes differently at distance 0 and at distance 100, so distance independence is
 /// exactly a property of the unrotated chunks.
