@@ -228,6 +228,89 @@ fn slash_rank_two_qk_break_toeplitz_and_prompt_independence() {
     assert!(slash_profile_gap(&model, true) > 1e-3);
 }
 
+// ---------------------------------------------------------------- NoPE as the control
+
+/// Control: without rotation (NoPE, as in the NoPE layers of SmolLM3, Llama 4 or Cohere 2), the same rank-one,
+/// position-independent queries and keys give one logit for every pair (to rounding: the tokens' axis projections
+/// agree to it), so every row's attention is uniform over its causal keys. The slash score at every `Δ ≥ 1` is then
+/// `1/(N−Δ) Σ_{i≥Δ} 1/(i+1)` (0.074 at Δ = 1 for 48 tokens, less beyond), below κ: the slash this mechanism makes
+/// comes from the rotation. The RoPE model of
+/// `slash_rank_one_constant_qk_give_toeplitz_logits_and_prompt_independent_scores` is slash-dominant with the same
+/// queries and keys.
+#[test]
+fn slash_nope_rank_one_qk_is_never_slash_dominant() {
+    let model = ConeModel {
+        rotation: Rotation::nope(HEAD_DIM),
+        ..ConeModel::new(SEED)
+    };
+    let attention = causal_attention(&model.logits(&random_prompt(SEED), false), PROMPT_LEN);
+    for delta in 1..PROMPT_LEN {
+        let uniform = (delta..PROMPT_LEN)
+            .map(|i| 1.0 / (i + 1) as f64)
+            .sum::<f64>()
+            / (PROMPT_LEN - delta) as f64;
+        let score = slash_score(&attention, PROMPT_LEN, delta).unwrap();
+        assert!(
+            (score - uniform).abs() <= EXACT_TOL,
+            "Δ = {delta}: {score} vs {uniform}"
+        );
+        assert!(
+            !is_slash_dominant(score, DEFAULT_SLASH_KAPPA),
+            "Δ = {delta}: {score}"
+        );
+    }
+}
+
+/// Shifts of every position in the NoPE shift check.
+const POSITION_SHIFTS: [usize; 3] = [1, 100, 4096];
+
+/// A NoPE head's logits do not depend on the positions at all, so shifting every position by `s` leaves every
+/// logit, and so the attention, unchanged bit for bit (random Gaussian queries and keys, 48 positions).
+#[test]
+fn nope_attention_is_shift_invariant_exactly() {
+    let (nope, (queries, keys)) = (Rotation::nope(HEAD_DIM), shift_check_vectors());
+    for s in POSITION_SHIFTS {
+        for (i, q) in queries.iter().enumerate() {
+            for (j, k) in keys.iter().enumerate().take(i + 1) {
+                let (at, shifted) = (nope.logit(q, i, k, j), nope.logit(q, i + s, k, j + s));
+                assert_eq!(at.to_bits(), shifted.to_bits(), "s = {s}, ({i}, {j})");
+            }
+        }
+    }
+}
+
+/// Companion: RoPE's logits depend on `i − j` only, so shifted they agree, but only to rounding: the angles
+/// `(i + s) g` and `(j + s) g` are rounded on their own. Exactness is a property of the layer without rotation.
+#[test]
+fn rope_attention_is_shift_invariant_only_to_rounding() {
+    let rope = Rotation::rope(RopeSpec::new(HEAD_DIM, 10_000.0, Pairing::HalfSplit));
+    let (queries, keys) = shift_check_vectors();
+    let mut largest = 0.0f64;
+    for s in POSITION_SHIFTS {
+        for (i, q) in queries.iter().enumerate() {
+            for (j, k) in keys.iter().enumerate().take(i + 1) {
+                let at = rope.logit(q, i, k, j);
+                let scale = dot(q, q).sqrt() * dot(k, k).sqrt();
+                let difference = (rope.logit(q, i + s, k, j + s) - at).abs();
+                assert!(
+                    difference <= 1e-9 * scale,
+                    "s = {s}, ({i}, {j}): {difference}"
+                );
+                largest = largest.max(difference);
+            }
+        }
+    }
+    assert!(largest > 0.0, "RoPE's shifted logits were bit-identical");
+}
+
+/// Gaussian queries and keys of [`PROMPT_LEN`] positions for the shift checks.
+fn shift_check_vectors() -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let mut rng = rng(SEED);
+    (0..PROMPT_LEN)
+        .map(|_| (gaussian(&mut rng, HEAD_DIM), gaussian(&mut rng, HEAD_DIM)))
+        .unzip()
+}
+
 // ---------------------------------------------------------------- rank one plus noise
 
 /// Noise levels of the perturbation check, largest first.
