@@ -527,6 +527,66 @@ proptest! {
     }
 }
 
+/// Amplitude of Theorem 2's tight instance: the two favoured keys leave the others `e^{−40}` each.
+const TIGHT_SYMBOLIC_AMPLITUDE: f64 = 40.0;
+/// Frequency and amplitude of Theorem 4's tight instance: `g (m − 1) < π` for every `m < 16`, so the two
+/// positions nearest the query's angle are the only maxima, `1000 (cos 0.1 − cos 0.3) ≈ 40` above the others.
+const TIGHT_POSITIONAL: (f64, f64) = (0.2, 1000.0);
+/// How close to 1/2 a tight instance gets: rounding of logits of size 10³ and the `e^{−40}` left to the others.
+const TIGHT_TOL: f64 = 1e-9;
+
+/// Theorem 2's bound is tight: a symbolic head that favours the answer's symbol and the symbol swapped in for it
+/// equally (amplitude `S` on both) gives the answer `e^S / (2 e^S + m − 2)` in both instances, so
+/// `min(α_A(t), α_B(t))` reaches 1/2 to [`TIGHT_TOL`], for every `m = 2–15` and answer pairs at both ends.
+#[test]
+fn thm_2_bound_is_attained_by_a_head_split_between_two_symbols() {
+    for m in 2usize..16 {
+        for (t, other) in [(0, m - 1), (m - 1, m / 2)] {
+            if t == other {
+                continue;
+            }
+            let contents: Vec<usize> = (0..m).collect();
+            let mut head = TaskHead::new(m, 0.0, TIGHT_SYMBOLIC_AMPLITUDE, t, contents[t]);
+            head.query[2 + contents[other]] = TIGHT_SYMBOLIC_AMPLITUDE;
+            let weight_a = head.attend(&contents)[t];
+            let weight_b = head.attend(&swapped(&contents, t, other))[t];
+            let least = weight_a.min(weight_b);
+            assert!(
+                (least - 0.5).abs() <= TIGHT_TOL,
+                "m = {m}, t = {t}, t' = {other}: {least}"
+            );
+        }
+    }
+}
+
+/// Theorem 4's bound is tight: a positional head whose query points between positions `t` and `t + 1` (the angle
+/// of position `t + 1/2`) splits its attention between them, and the same row serves both instances (contents never
+/// enter a positional head's logits), so the answer at `t` in A and, after the swap, at `t + 1` in B each get 1/2
+/// to [`TIGHT_TOL`].
+#[test]
+fn thm_4_bound_is_attained_by_a_head_split_between_two_positions() {
+    let (g, amplitude) = TIGHT_POSITIONAL;
+    let rotation = Rotation::single_frequency(g);
+    for m in 2usize..16 {
+        for t in 0..m - 1 {
+            let angle = g * (t as f64 + 0.5 - m as f64);
+            let query = rotation.at(&[amplitude * angle.cos(), amplitude * angle.sin()], m);
+            let logits: Vec<f64> = (0..m)
+                .map(|j| {
+                    let key = rotation.at(&INDEX_KEY, j);
+                    query[0] * key[0] + query[1] * key[1]
+                })
+                .collect();
+            let row = softmax(&logits);
+            let least = row[t].min(row[t + 1]);
+            assert!(
+                (least - 0.5).abs() <= TIGHT_TOL,
+                "m = {m}, t = {t}: {least}"
+            );
+        }
+    }
+}
+
 /// The NoPE Retrieval head with one-hot symbol embeddings: `q = A e_s`, `k_j = e_{x_j}`; attention over the context.
 fn retrieval_weights(vocab: usize, amplitude: f64, symbol: usize, contents: &[usize]) -> Vec<f64> {
     let dim = vocab + vocab % 2;
