@@ -1,6 +1,7 @@
 //! The report's headline numbers recomputed from a scan directory's JSON files, independently of the report
 //! code, and found in a page's HTML (as written, or as Chromium rendered it).
 
+use super::pearson;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,15 +17,6 @@ fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
         .unwrap_or_else(|| panic!("{start:?} missing from the page"))
         + start.len();
     &html[i..i + html[i..].find(end).unwrap()]
-}
-
-fn pearson(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let cov: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let vx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let vy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
-    cov / (vx * vy).sqrt()
 }
 
 /// Checks the page's slash-dominant counts per Δ, ablation loss changes, positional–symbolic correlation and
