@@ -228,6 +228,71 @@ fn slash_rank_two_qk_break_toeplitz_and_prompt_independence() {
     assert!(slash_profile_gap(&model, true) > 1e-3);
 }
 
+// ---------------------------------------------------------------- the definitions the checks build on
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// RoPE's relative-position identity: the logit `(R^i q)·(R^j k)` equals `(R^{i−j} q)·k` (the pair moved back
+    /// to key position 0), through the engine's rotation, for both pairings, to rounding of the angles
+    /// (`10⁻⁹ |q||k|` over positions < 4096).
+    #[test]
+    fn rope_logit_depends_on_the_offset_only(
+        half_dim in 1usize..17,
+        adjacent in any::<bool>(),
+        j in 0usize..4096,
+        offset in 0usize..4096,
+        seed in any::<u64>(),
+    ) {
+        let spec = RopeSpec::new(2 * half_dim, 10_000.0, pairing(adjacent));
+        let mut rng = rng(seed);
+        let (q, k) = (gaussian(&mut rng, 2 * half_dim), gaussian(&mut rng, 2 * half_dim));
+        let scale = norm_sq(&q).sqrt() * norm_sq(&k).sqrt();
+        let (at, moved) = (direct_logit(&spec, &q, j + offset, &k, j), direct_logit(&spec, &q, offset, &k, 0));
+        prop_assert!((at - moved).abs() <= 1e-9 * scale, "{} vs {}", at, moved);
+    }
+
+    /// `SlashScore(Δ)` as the slash paper defines it: the mean of the attention on the Δ-th sub-diagonal,
+    /// `1/(N−Δ) Σ_{i=Δ}^{N−1} S[i, i−Δ]`, recomputed here on random causal attention matrices (rows softmaxed from
+    /// Gaussian logits), to rounding; `None` for `Δ ≥ N`.
+    #[test]
+    fn slash_score_is_the_mean_of_the_offset_diagonal(n in 1usize..40, seed in any::<u64>()) {
+        let mut rng = rng(seed);
+        let attention = causal_attention(&gaussian(&mut rng, n * n), n);
+        for delta in 0..n {
+            let expected = (delta..n).map(|i| attention[i * n + i - delta]).sum::<f64>() / (n - delta) as f64;
+            prop_assert!((slash_score(&attention, n, delta).unwrap() - expected).abs() <= 1e-15);
+        }
+        prop_assert_eq!(slash_score(&attention, n, n), None);
+    }
+}
+
+/// Companion of the two definitions: a logit with an absolute position term (a key scaled by `1 + j/100`, as a
+/// learned absolute encoding would add) is not a function of the offset; and a previous-token head scores 1 at
+/// Δ = 1 and `1/N` at Δ = 0 (only the first row, which can attend to nothing else), so a score that read another
+/// diagonal would fail.
+#[test]
+fn absolute_position_terms_break_the_offset_identity_and_scores_read_their_diagonal() {
+    let spec = RopeSpec::new(8, 10_000.0, Pairing::HalfSplit);
+    let mut rng = rng(SEED);
+    let (q, k) = (gaussian(&mut rng, 8), gaussian(&mut rng, 8));
+    let absolute = |j: usize| scaled(&k, 1.0 + j as f64 / 100.0);
+    let (at, moved) = (
+        direct_logit(&spec, &q, 300, &absolute(200), 200),
+        direct_logit(&spec, &q, 100, &absolute(0), 0),
+    );
+    assert!(
+        (at - moved).abs() > 0.1 * (at.abs() + moved.abs()) / 2.0,
+        "{at} vs {moved}"
+    );
+    let n = 6;
+    let mut previous = vec![0.0; n * n];
+    previous[0] = 1.0;
+    (1..n).for_each(|i| previous[i * n + i - 1] = 1.0);
+    assert_eq!(slash_score(&previous, n, 1), Some(1.0));
+    assert_eq!(slash_score(&previous, n, 0), Some(1.0 / n as f64));
+}
+
 // ---------------------------------------------------------------- NoPE as the control
 
 /// Control: without rotation (NoPE, as in the NoPE layers of SmolLM3, Llama 4 or Cohere 2), the same rank-one,
