@@ -18,5 +18,5 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Res
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut text = serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
     text.push(b'\n');
-    write_atomic(path, |w| std::io::Write::write_all(w, &text))
+    write_atomic(path, |w| w.write_all(&text))
 }

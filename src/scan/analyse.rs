@@ -2,7 +2,9 @@
 //! analyses on the heads the summary tabulates, each stage timed and reported to a [`Progress`].
 
 use super::measure::{measure_set, SetMeasures};
-use super::{external, format, summary, Analysis, Progress, ScanParams};
+use super::params::{Analysis, ScanParams};
+use super::progress::Progress;
+use super::{external, format, summary};
 use crate::analysis::embedding_cone::{embedding_cone, EmbeddingCone};
 use crate::error::Result;
 use crate::model::Model;

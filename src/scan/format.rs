@@ -4,7 +4,7 @@
 //! The format is append-only: fields are added, never renamed or removed; [`FORMAT_VERSION`] grows when a
 //! field's meaning changes. Scores of an analysis that did not run are `null`.
 
-use super::ScanParams;
+use super::params::ScanParams;
 use serde::{Deserialize, Serialize};
 
 /// Version of the output format, in `meta.json` and `summary.json`.

@@ -8,6 +8,7 @@
 mod analyse;
 mod optional;
 mod pipeline;
+mod progress;
 internal_mod! {
     external;
     format;
@@ -26,28 +27,7 @@ internal_mod! {
 
 #[cfg(feature = "internals")]
 pub use analyse::{analyse, GivenReport, ScanOutcome, Streamed};
-#[cfg(not(feature = "internals"))]
-use analyse::{analyse, ScanOutcome, Streamed};
-use analyse::{cone_analysis, finish, Stages};
 pub use params::{Analysis, ScanParams};
 pub use pipeline::{merge, run, MergeRequest, ScanRequest, ScanSummary};
+pub use progress::{NoProgress, Progress};
 pub use shard::Shard;
-
-/// Progress of a scan, stage by stage (the CLI draws one bar per stage).
-pub trait Progress {
-    /// A stage of `total` steps begins.
-    fn begin(&self, stage: &str, total: u64);
-    /// `done` steps of the current stage are done.
-    fn set(&self, done: u64);
-    /// The current stage is over.
-    fn end(&self);
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn begin(&self, _stage: &str, _total: u64) {}
-    fn set(&self, _done: u64) {}
-    fn end(&self) {}
-}

@@ -4,7 +4,7 @@ use super::format::{files, Meta, Prompts};
 use super::measure::SetMeasures;
 use super::params::{Analysis, ScanParams};
 use super::summary::mean_spectrum;
-use super::ScanOutcome;
+use super::analyse::ScanOutcome;
 use crate::analysis::vector_stats::{HeadSums, RowSums};
 use crate::error::{Error, Result};
 use crate::io::{npy, write_atomic, write_json};

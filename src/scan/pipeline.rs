@@ -7,10 +7,13 @@
 //! analyses run, the files are written with `meta.json` last, the report is drawn from the files, and the
 //! staged directory is renamed into place.
 
+use super::analyse::{analyse, ScanOutcome};
 use super::format::{files, Meta, ModelMeta, PromptSetMeta, Prompts, StepTime, FORMAT_VERSION};
+use super::params::{Analysis, ScanParams};
+use super::progress::Progress;
 use super::prompts::{natural_prompts, random_prompts, Prompt, BUILTIN_TEXTS};
 use super::shard::{self, Shard, ShardDir, ShardRecord, SHARD_FORMAT_VERSION};
-use super::{external, memory, output, report_text, Analysis, Progress, ScanOutcome, ScanParams};
+use super::{external, memory, output, report_text};
 use crate::error::{Context, Error, Result};
 use crate::gguf::GgufFile;
 use crate::io::hashing::sha256_file;
@@ -200,7 +203,7 @@ fn run_in<T: Real>(
             &model, &prompts, params, shard, meta, start, staged, progress,
         );
     }
-    let outcome = super::analyse(&model, &prompts.natural, &prompts.random, params, progress)?;
+    let outcome = analyse(&model, &prompts.natural, &prompts.random, params, progress)?;
     meta.elapsed_seconds = start.elapsed().as_secs_f64();
     meta.step_seconds = outcome.step_seconds.clone();
     meta.complete = true;

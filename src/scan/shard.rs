@@ -10,7 +10,9 @@
 
 use super::format::{Meta, Prompts, StepTime};
 use super::params::{Analysis, ScanParams};
-use super::{external, measure, partial, read_back, Progress, ScanOutcome, Stages, Streamed};
+use super::analyse::{cone_analysis, finish, ScanOutcome, Stages, Streamed};
+use super::progress::Progress;
+use super::{external, measure, partial, read_back};
 use crate::analysis::embedding_cone::EmbeddingCone;
 use crate::error::{Error, Result};
 use crate::io::write_json;
@@ -272,7 +274,7 @@ fn run_task<T: Real>(
             let m = measure::measure_prompt(model, ids, p == 0, params)?;
             partial::write(&prompt_dir(dir, set, p), model, &m)
         }
-        Task::Cone => write_json(&dir.join(CONE_FILE), &super::cone_analysis(model, params)),
+        Task::Cone => write_json(&dir.join(CONE_FILE), &cone_analysis(model, params)),
         Task::External(a) => {
             let ext = external::runner::<T>(a)
                 .ok_or_else(|| Error::Internal(format!("{} is not built", a.name())))?;
@@ -572,7 +574,7 @@ pub fn merge<T: Real>(
         random,
         cone,
     };
-    super::finish(
+    finish(
         model,
         &prompts.natural,
         streamed,

@@ -14,7 +14,7 @@ use ropescope::theory::canonical_tasks::{
     retrieval_required_amplitude, INDEX_KEY,
 };
 use ropescope::theory::exclusion::{all_permutations, conjugated_cycles, factorial, LogitTable};
-use ropescope::theory::head::Rotation;
+use ropescope::theory::head::{dot, Rotation};
 use ropescope::theory::positional::sharpness_threshold;
 use ropescope_test_support::theory::{config, gaussian, rng, scaled};
 
@@ -572,10 +572,7 @@ fn thm_4_bound_is_attained_by_a_head_split_between_two_positions() {
             let angle = g * (t as f64 + 0.5 - m as f64);
             let query = rotation.at(&[amplitude * angle.cos(), amplitude * angle.sin()], m);
             let logits: Vec<f64> = (0..m)
-                .map(|j| {
-                    let key = rotation.at(&INDEX_KEY, j);
-                    query[0] * key[0] + query[1] * key[1]
-                })
+                .map(|j| dot(&query, &rotation.at(&INDEX_KEY, j)))
                 .collect();
             let row = softmax(&logits);
             let least = row[t].min(row[t + 1]);
