@@ -2,7 +2,8 @@
 //! mean direction, and of their images under each head's query and key projections.
 //!
 //! The image of embedding `e` under head `h` of layer `l` is `W_Q^(h) (g_l ⊙ e) + b` (then `⊙ n_q` with
-//! QK-norm), `g_l` the layer's attention-norm weights: the query the head would form if `e` reached it
+//! QK-norm, the head's slice of the gains where the norm spans the whole projection), `g_l` the layer's
+//! attention-norm weights (none on a model without pre-norms): the query the head would form if `e` reached it
 //! unchanged. RMSNorm's division by a per-row scalar does not change angles and is omitted. Angles as in
 //! [`super::cone`].
 
@@ -54,10 +55,13 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
     let mut queries = Vec::with_capacity(c.n_layers * c.n_heads);
     let mut keys = Vec::with_capacity(c.n_layers * c.n_heads);
     for lw in &w.layers {
-        let x: Vec<T> = rows
-            .iter()
-            .flat_map(|r| r.iter().zip(&lw.attn_norm).map(|(&e, &g)| e * g))
-            .collect();
+        let x: Vec<T> = match &lw.attn_norm {
+            Some(gains) => rows
+                .iter()
+                .flat_map(|r| r.iter().zip(gains).map(|(&e, &g)| e * g))
+                .collect(),
+            None => rows.concat(),
+        };
         let q = lw.wq.apply(&x, n, lw.bq.as_deref());
         let k = lw.wk.apply(&x, n, lw.bk.as_deref());
         let (qn, kn) = match &lw.qk_norm {
@@ -96,7 +100,14 @@ fn head_spread<T: Real>(
     let vectors: Vec<Vec<f64>> = (0..n)
         .map(|i| {
             let row = to_f64(&m[i * width + h * hd..i * width + (h + 1) * hd]);
-            match norm {
+            // Gains of a per-head norm serve every head; a whole-projection norm has a slice per head.
+            match norm.map(|g| {
+                if g.len() == hd {
+                    g
+                } else {
+                    &g[h * hd..(h + 1) * hd]
+                }
+            }) {
                 Some(g) => row
                     .iter()
                     .zip(g)

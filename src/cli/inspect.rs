@@ -7,7 +7,7 @@
 
 use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
-use crate::model::config::{LayerRope, ModelConfig};
+use crate::model::config::{LayerRope, ModelConfig, QkNorm};
 use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -37,6 +37,8 @@ struct Report {
     tensor_data: TensorDataReport,
     /// RoPE of the resolved configuration; `null` when the file cannot be resolved (see `problem`).
     rope: Option<RopeReport>,
+    /// What the engine assumes for this architecture where the file states nothing (as llama.cpp's loader does).
+    assumptions: &'static [&'static str],
     /// Keys and tensors ropescope does not understand; `reference` and `scan` refuse a file that has any.
     not_understood: Vec<String>,
     /// Why the file cannot be run, if it cannot.
@@ -59,12 +61,16 @@ struct RopeReport {
     pairing: &'static str,
     /// Head dimension.
     head_dim: usize,
-    /// Rotated dimensions.
+    /// Rotated dimensions of the first rotating layer (each layer type states its own).
     rot_dim: usize,
     /// Multiplier of `q·k`.
     attn_scale: f64,
     /// Gemma's `query_pre_attn_scalar`, where the architecture has one.
     query_pre_attn_scalar: Option<f64>,
+    /// RMSNorm of queries and keys before RoPE: `none`, `per-head` or `projection` (the whole projection).
+    qk_norm: QkNorm,
+    /// Where each block normalises: `pre`, `pre+post` or `post` (around attention and feed-forward).
+    block_norms: &'static str,
     /// The layer types.
     layer_types: Vec<LayerTypeReport>,
 }
@@ -74,6 +80,10 @@ struct RopeReport {
 struct LayerTypeReport {
     /// The layers of this type.
     layers: Vec<usize>,
+    /// Rotated dimensions; 0 on a NoPE layer, whose queries and keys carry no position.
+    rot_dim: usize,
+    /// Whether these layers rotate nothing (NoPE).
+    nope: bool,
     /// Frequency base before scaling.
     base: f64,
     /// The scaling, with its parameters (`type`: none, linear, factors, yarn, longrope).
@@ -105,9 +115,19 @@ impl RopeReport {
         Self {
             pairing: c.pairing.name(),
             head_dim: c.head_dim,
-            rot_dim: c.layers.first().map_or(c.head_dim, |l| l.rope.rot_dim),
+            rot_dim: c
+                .layers
+                .iter()
+                .find(|l| l.rope.rotates())
+                .map_or(0, |l| l.rope.rot_dim),
             attn_scale: c.attn_scale,
             query_pre_attn_scalar: c.query_pre_attn_scalar,
+            qk_norm: c.qk_norm,
+            block_norms: match (c.pre_norms, c.post_norms) {
+                (true, false) => "pre",
+                (true, true) => "pre+post",
+                (false, _) => "post",
+            },
             layer_types: types
                 .into_iter()
                 .map(|(rope, window, layers)| {
@@ -115,6 +135,8 @@ impl RopeReport {
                     let long_above = rope.scaling.switches_above();
                     LayerTypeReport {
                         layers,
+                        rot_dim: rope.rot_dim,
+                        nope: !rope.rotates(),
                         base: rope.base,
                         window,
                         inv_freq: short.inv_freq,
@@ -138,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         *tensor_types.entry(t.ty.name().to_string()).or_insert(0) += 1;
     }
     let resolved = arch::resolve_unchecked(&file);
+    let h_arch = hparams.architecture.clone();
     let not_understood = arch::keys::not_understood(&file);
     let extent = file.data_extent();
     let problem = match (&resolved, not_understood.first()) {
@@ -158,6 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             missing_bytes: extent.missing_bytes(),
         },
         rope: resolved.as_ref().ok().map(RopeReport::of),
+        assumptions: arch::assumptions(&h_arch),
         not_understood,
         problem,
     };
@@ -231,6 +255,9 @@ fn print_text(r: &Report) {
     if let Some(rope) = &r.rope {
         print_rope(rope);
     }
+    for item in r.assumptions {
+        println!("assumes         {item} (the file states nothing; llama.cpp assumes the same)");
+    }
     for item in &r.not_understood {
         println!("NOT UNDERSTOOD  {item}");
     }
@@ -247,8 +274,21 @@ fn print_rope(r: &RopeReport) {
         "attention       scale {:.6}{scalar}; RoPE {} pairs over {} of {} dims",
         r.attn_scale, r.pairing, r.rot_dim, r.head_dim
     );
+    let qk = match r.qk_norm {
+        QkNorm::None => "none",
+        QkNorm::PerHead => "per head",
+        QkNorm::Projection => "over each token's whole projection",
+    };
+    println!("norms           block {}; QK-norm {qk}", r.block_norms);
     for t in &r.layer_types {
         let window = t.window.map_or("global".into(), |w| format!("window {w}"));
+        if t.nope {
+            println!(
+                "  layers {}: NoPE (no rotation: queries and keys carry no position), {window}",
+                ranges(&t.layers)
+            );
+            continue;
+        }
         let scaling = serde_json::to_value(&t.scaling)
             .ok()
             .and_then(|v| v.as_object().cloned())

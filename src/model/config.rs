@@ -13,7 +13,8 @@ pub enum Activation {
 }
 
 /// A layer's rotary embedding as the file states it: everything but the sequence length, on which LongRoPE's
-/// frequencies depend ([`LayerRope::spec`] resolves it).
+/// frequencies depend ([`LayerRope::spec`] resolves it). A layer that rotates nothing (`rot_dim` 0) is a NoPE
+/// layer: its queries and keys carry no position ([`LayerRope::nope`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayerRope {
     /// Head dimension.
@@ -50,6 +51,31 @@ impl LayerRope {
     pub fn n_chunks(&self) -> usize {
         self.rot_dim / 2
     }
+
+    /// Whether the layer rotates at all (`false` on a NoPE layer).
+    pub fn rotates(&self) -> bool {
+        self.rot_dim > 0
+    }
+
+    /// This layer made a NoPE layer: nothing rotates, no scaling (the base is kept for the record).
+    pub fn nope(mut self) -> Self {
+        self.rot_dim = 0;
+        self.scaling = Scaling::None;
+        self
+    }
+}
+
+/// The RMSNorm a model applies to its queries and keys before RoPE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QkNorm {
+    /// No QK-norm.
+    None,
+    /// Each head normalised on its own, with `head_dim` gains shared by the heads (qwen3, gemma3).
+    PerHead,
+    /// The whole projection of a token normalised as one vector, with one gain per coordinate
+    /// (`n_heads · head_dim` for queries, `n_kv_heads · head_dim` for keys: olmo2).
+    Projection,
 }
 
 /// Per-layer attention geometry.
@@ -103,9 +129,11 @@ pub struct ModelConfig {
     pub embed_scale: Option<f64>,
     /// Feed-forward non-linearity.
     pub activation: Activation,
-    /// RMSNorm of each query and key head before RoPE (gemma3, qwen3).
-    pub qk_norm: bool,
-    /// RMSNorm after the attention and feed-forward blocks, before the residual add (gemma2, gemma3).
+    /// RMSNorm of the queries and keys before RoPE.
+    pub qk_norm: QkNorm,
+    /// RMSNorm of the residual stream before the attention and feed-forward blocks (all but olmo2).
+    pub pre_norms: bool,
+    /// RMSNorm after the attention and feed-forward blocks, before the residual add (gemma2, gemma3, olmo2).
     pub post_norms: bool,
 }
 

@@ -262,7 +262,7 @@ impl<T: Real> Model<T> {
         let (rows, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
         let (start, t) = (resume.start, resume.start + rows);
 
-        let h = time(Step::Norm, || ops::rms_normed(x, &w.attn_norm, c.norm_eps));
+        let h = pre_normed(x, w.attn_norm.as_deref(), c.norm_eps);
         let mut q = project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref());
         let mut k = project(Step::ProjectK, &w.wk, &h, rows, w.bk.as_deref());
         let mut v = project(Step::ProjectV, &w.wv, &h, rows, w.bv.as_deref());
@@ -356,7 +356,7 @@ impl<T: Real> Model<T> {
             "the residual stream after attention",
         )?;
 
-        let h = time(Step::Norm, || ops::rms_normed(x, &w.ffn_norm, c.norm_eps));
+        let h = pre_normed(x, w.ffn_norm.as_deref(), c.norm_eps);
         let mut gate = project(Step::ProjectGate, &w.w_gate, &h, rows, None);
         let up = project(Step::ProjectUp, &w.w_up, &h, rows, None);
         time(Step::Activation, || {
@@ -439,6 +439,15 @@ fn rotate_all<T: Real>(
             }
         }
     });
+}
+
+/// The input of a block: the residual stream RMS-normed by `norm`, or the stream itself where the model has no
+/// pre-norm.
+fn pre_normed<T: Real>(x: &[T], norm: Option<&[T]>, eps: f64) -> Vec<T> {
+    match norm {
+        Some(w) => time(Step::Norm, || ops::rms_normed(x, w, eps)),
+        None => x.to_vec(),
+    }
 }
 
 fn add_into<T: Real>(x: &mut [T], y: &[T]) {

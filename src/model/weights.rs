@@ -5,7 +5,7 @@
 //! shape and storage type is checked against the configuration at load, so a forward pass cannot meet a bad
 //! tensor. Fused tensors (`attn_qkv`, phi3's doubled `ffn_up`) are split into their parts.
 
-use super::config::ModelConfig;
+use super::config::{ModelConfig, QkNorm};
 use super::matrix::WeightMatrix;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
@@ -14,8 +14,8 @@ use crate::numeric::Real;
 /// The weights of one transformer block. Matrices are `out × in`.
 #[derive(Clone, Debug)]
 pub struct LayerWeights<T> {
-    /// RMSNorm before attention.
-    pub attn_norm: Vec<T>,
+    /// RMSNorm before attention (absent without pre-norms: olmo2).
+    pub attn_norm: Option<Vec<T>>,
     /// Query projection, `(n_heads · head_dim) × n_embd`.
     pub wq: WeightMatrix,
     /// Key projection, `(n_kv_heads · head_dim) × n_embd`.
@@ -28,21 +28,23 @@ pub struct LayerWeights<T> {
     pub bk: Option<Vec<T>>,
     /// Value bias.
     pub bv: Option<Vec<T>>,
-    /// Per-head query and key RMSNorm weights (`head_dim` each), when the model has QK-norm.
+    /// Query and key RMSNorm gains, when the model has QK-norm: `head_dim` each for a per-head norm, the
+    /// projections' widths for a norm over the whole projection. Each applies to consecutive segments of its
+    /// own length.
     pub qk_norm: Option<(Vec<T>, Vec<T>)>,
     /// Output projection, `n_embd × (n_heads · value_dim)`.
     pub wo: WeightMatrix,
-    /// RMSNorm after attention (gemma).
+    /// RMSNorm after attention (gemma2, gemma3, olmo2).
     pub post_attn_norm: Option<Vec<T>>,
-    /// RMSNorm before the feed-forward block.
-    pub ffn_norm: Vec<T>,
+    /// RMSNorm before the feed-forward block (absent without pre-norms).
+    pub ffn_norm: Option<Vec<T>>,
     /// Gate projection, `n_ff × n_embd`.
     pub w_gate: WeightMatrix,
     /// Up projection, `n_ff × n_embd`.
     pub w_up: WeightMatrix,
     /// Down projection, `n_embd × n_ff`.
     pub w_down: WeightMatrix,
-    /// RMSNorm after the feed-forward block (gemma).
+    /// RMSNorm after the feed-forward block (gemma2, gemma3, olmo2).
     pub post_ffn_norm: Option<Vec<T>>,
 }
 
@@ -148,23 +150,27 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             .expect("two parts");
         (gate, up)
     };
-    let qk_norm = if c.qk_norm {
-        Some((
-            ld.vector(&n("attn_q_norm.weight"), hd)?,
-            ld.vector(&n("attn_k_norm.weight"), hd)?,
-        ))
-    } else {
-        None
+    let qk_widths = match c.qk_norm {
+        QkNorm::None => None,
+        QkNorm::PerHead => Some((hd, hd)),
+        QkNorm::Projection => Some((q_rows, k_rows)),
     };
-    let post = |name: &str| -> Result<Option<Vec<T>>> {
-        if c.post_norms {
+    let qk_norm = match qk_widths {
+        Some((qw, kw)) => Some((
+            ld.vector(&n("attn_q_norm.weight"), qw)?,
+            ld.vector(&n("attn_k_norm.weight"), kw)?,
+        )),
+        None => None,
+    };
+    let norm_if = |wanted: bool, name: &str| -> Result<Option<Vec<T>>> {
+        if wanted {
             ld.vector(&n(name), d).map(Some)
         } else {
             Ok(None)
         }
     };
     Ok(LayerWeights {
-        attn_norm: ld.vector(&n("attn_norm.weight"), d)?,
+        attn_norm: norm_if(c.pre_norms, "attn_norm.weight")?,
         wq,
         wk,
         wv,
@@ -173,12 +179,12 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         bv: ld.vector_opt(&n("attn_v.bias"), v_rows)?,
         qk_norm,
         wo: ld.matrix(&n("attn_output.weight"), d, c.n_heads * vd)?,
-        post_attn_norm: post("post_attention_norm.weight")?,
-        ffn_norm: ld.vector(&n("ffn_norm.weight"), d)?,
+        post_attn_norm: norm_if(c.post_norms, "post_attention_norm.weight")?,
+        ffn_norm: norm_if(c.pre_norms, "ffn_norm.weight")?,
         w_gate,
         w_up,
         w_down: ld.matrix(&n("ffn_down.weight"), d, c.n_ff)?,
-        post_ffn_norm: post("post_ffw_norm.weight")?,
+        post_ffn_norm: norm_if(c.post_norms, "post_ffw_norm.weight")?,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The RoPE tables of a model: the smallest golden reference another implementation can diff its rotary
 //! embedding against, without running a forward pass.
 //!
-//! A table directory holds, for `L` layers, `P` chosen positions and `C = rot_dim / 2` chunks:
+//! A table directory holds, for `L` layers, `P` chosen positions and `C = rot_dim / 2` chunks (`rot_dim` the most
+//! any layer rotates; a layer that rotates fewer chunks, none on a NoPE layer, has NaN for the others):
 //!
 //! | file | dtype, shape | content |
 //! |---|---|---|
@@ -20,8 +21,9 @@
 //!
 //! `meta.json` holds `producer`, `model_file`, `model_sha256`, `architecture`, `head_dim`, `rot_dim`, `pairing`
 //! (`adjacent` or `half-split`) with `pairing_dims` saying which coordinates of a head form chunk `l`,
-//! `length`, `n_layers`, `n_positions`, `n_chunks`, `layers` (per layer: `layer`, `base`, `scaling` with its
-//! parameters, `magnitude`, `window`, and `longrope_factors`, `short` or `long` for LongRoPE and null
+//! `length`, `n_layers`, `n_positions`, `n_chunks`, `layers` (per layer: `layer`, `rot_dim` (0 on a NoPE layer),
+//! `base`, `scaling` with its parameters, `magnitude`, `window`, and `longrope_factors`, `short` or `long` for
+//! LongRoPE and null
 //! otherwise), `shapes` (file → shape) and `files` (file → content). Every file is written atomically and
 //! `meta.json` last, so a directory with `meta.json` is complete.
 
@@ -52,22 +54,22 @@ pub struct TableShape {
 }
 
 impl TableShape {
-    /// The shape of `n_positions` positions of every layer of `config`; an error when the layers do not all
-    /// rotate the same number of dimensions (the `[L, C]` arrays need one `C`) or there is no layer.
+    /// The shape of `n_positions` positions of every layer of `config` (`C` the most chunks of any layer); an
+    /// error when there is no layer or no layer rotates.
     pub fn of(config: &ModelConfig, n_positions: usize) -> Result<Self> {
-        let rot_dims: Vec<usize> = config.layers.iter().map(|l| l.rope.rot_dim).collect();
-        let Some(&rot_dim) = rot_dims.first() else {
+        if config.layers.is_empty() {
             return Err(Error::Malformed("the model has no layer".into()));
-        };
-        if rot_dims.iter().any(|&r| r != rot_dim) {
-            return Err(Error::Unsupported(format!(
-                "the layers rotate different numbers of dimensions ({rot_dims:?}); RoPE tables need one"
-            )));
+        }
+        let n_chunks = config.n_chunks();
+        if n_chunks == 0 {
+            return Err(Error::Unsupported(
+                "RoPE tables of a model none of whose layers rotates".into(),
+            ));
         }
         Ok(Self {
-            n_layers: rot_dims.len(),
+            n_layers: config.layers.len(),
             n_positions,
-            n_chunks: rot_dim / 2,
+            n_chunks,
         })
     }
 
@@ -95,6 +97,7 @@ impl TableShape {
 #[derive(Serialize)]
 struct LayerMeta<'a> {
     layer: usize,
+    rot_dim: usize,
     base: f64,
     scaling: &'a Scaling,
     magnitude: f64,
@@ -160,16 +163,29 @@ fn validate(positions: &[usize], length: usize) -> Result<()> {
     Ok(())
 }
 
-/// One `[L, P, C]` table: `pick` chooses the cosine or the sine of [`RopeSpec::cos_sin`].
-fn table(specs: &[RopeSpec], positions: &[usize], pick: impl Fn((f64, f64)) -> f64) -> Vec<f64> {
-    let n_chunks = specs.first().map_or(0, RopeSpec::n_chunks);
+/// One `[L, P, C]` table: `pick` chooses the cosine or the sine of [`RopeSpec::cos_sin`]; NaN for the chunks
+/// beyond a layer's own.
+fn table(
+    specs: &[RopeSpec],
+    positions: &[usize],
+    n_chunks: usize,
+    pick: impl Fn((f64, f64)) -> f64,
+) -> Vec<f64> {
     let mut out = Vec::with_capacity(specs.len() * positions.len() * n_chunks);
     for spec in specs {
         for &p in positions {
-            out.extend((0..spec.n_chunks()).map(|l| pick(spec.cos_sin(p, l))));
+            out.extend(padded(
+                (0..spec.n_chunks()).map(|l| pick(spec.cos_sin(p, l))),
+                n_chunks,
+            ));
         }
     }
     out
+}
+
+/// `values` followed by NaN up to `n` entries.
+fn padded(values: impl Iterator<Item = f64>, n: usize) -> impl Iterator<Item = f64> {
+    values.chain(std::iter::repeat(f64::NAN)).take(n)
 }
 
 /// Writes the RoPE tables of every layer of `config` (read from `model_path`) at `positions` for a sequence of
@@ -194,17 +210,20 @@ pub fn write_rope_tables(
     // `validate` checked that the largest position fits an i64.
     let positions64: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
     npy::write(&out.join("positions.npy"), &[p_n], &positions64)?;
-    let inv_freq: Vec<f64> = specs.iter().flat_map(|s| s.inv_freq.clone()).collect();
-    npy::write(&out.join("inv_freq.npy"), &[l_n, c_n], &inv_freq)?;
-    npy::write(
+    let inv_freq: Vec<f64> = specs
+        .iter()
+        .flat_map(|s| padded(s.inv_freq.iter().copied(), c_n))
+        .collect();
+    npy::write_with_absent(&out.join("inv_freq.npy"), &[l_n, c_n], &inv_freq)?;
+    npy::write_with_absent(
         &out.join("cos.npy"),
         &[l_n, p_n, c_n],
-        &table(&specs, positions, |(c, _)| c),
+        &table(&specs, positions, c_n, |(c, _)| c),
     )?;
-    npy::write(
+    npy::write_with_absent(
         &out.join("sin.npy"),
         &[l_n, p_n, c_n],
-        &table(&specs, positions, |(_, s)| s),
+        &table(&specs, positions, c_n, |(_, s)| s),
     )?;
 
     let layers = config
@@ -214,6 +233,7 @@ pub fn write_rope_tables(
         .enumerate()
         .map(|(i, (layer, spec))| LayerMeta {
             layer: i,
+            rot_dim: spec.rot_dim,
             base: layer.rope.base,
             scaling: &layer.rope.scaling,
             magnitude: spec.magnitude,
@@ -256,7 +276,7 @@ pub fn write_rope_tables(
             ),
             (
                 "inv_freq.npy",
-                "float64 [L, C]: per layer, the angular frequency g_l (rad/token) of each chunk after scaling",
+                "float64 [L, C]: per layer, the angular frequency g_l (rad/token) of each chunk after scaling; NaN beyond the chunks a layer rotates (none on a NoPE layer)",
             ),
             (
                 "cos.npy",

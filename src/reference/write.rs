@@ -11,7 +11,7 @@ use crate::io::hashing::sha256_file;
 use crate::io::{npy, write_atomic};
 use crate::model::{ForwardOptions, Model};
 use crate::numeric::Real;
-use crate::rope::RopeSpec;
+use crate::rope::{Pairing, RopeSpec};
 use serde_json::json;
 use std::ops::Range;
 use std::path::Path;
@@ -28,14 +28,23 @@ pub struct ReferenceRequest {
     pub command: Vec<String>,
 }
 
-/// Reorders each `d`-wide row of `v` from the model's coordinate order to half-split order.
+/// Reorders each `d`-wide row of `v` from the model's coordinate order to half-split order. A NoPE layer
+/// (`rot_dim` 0) is reordered over the whole head: its rows are in the model's order too, since the converter
+/// permutes every layer's Q/K rows alike.
 pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
     let d = spec.head_dim;
-    let half = spec.rot_dim / 2;
+    let half = if spec.n_chunks() > 0 {
+        spec.n_chunks()
+    } else {
+        d / 2
+    };
     let mut out = v.to_vec();
     for (src, dst) in v.chunks(d).zip(out.chunks_mut(d)) {
         for l in 0..half {
-            let (a, b) = spec.chunk_dims(l);
+            let (a, b) = match spec.pairing {
+                Pairing::Adjacent => (2 * l, 2 * l + 1),
+                Pairing::HalfSplit => (l, l + half),
+            };
             dst[l] = src[a];
             dst[l + half] = src[b];
         }

@@ -65,6 +65,11 @@ fn not_run(analysis: &str, file: &str) -> String {
     format!("not run: analysis `{analysis}` ({file} absent)")
 }
 
+/// Why a per-frequency figure of layer `l` is absent on a NoPE layer.
+fn nope_layer(l: usize) -> String {
+    format!("layer {l} is a NoPE layer: nothing rotates, so it has no frequencies to show")
+}
+
 /// Display options.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -309,6 +314,9 @@ fn chunk_norms(data: &ScanData, l: usize, h: usize) -> FigureSpec {
         "chunk_norms".to_string(),
         format!("L{l}H{h} · q, k chunk norms"),
     );
+    if data.meta.model.is_nope(l) {
+        return FigureSpec::new(name, title, Err(nope_layer(l)));
+    }
     let q = data.chunk_norms_q.as_ref().and_then(|t| t.at(&[l, h]));
     let k = data.chunk_norms_k.as_ref().and_then(|t| t.at(&[l, h]));
     let series = named([("q", q), ("k", k)]);
@@ -348,6 +356,9 @@ fn spectrum(data: &ScanData, l: usize, h: usize) -> FigureSpec {
         "spectrum".to_string(),
         format!("L{l}H{h} · logit spectrum A_l"),
     );
+    if data.meta.model.is_nope(l) {
+        return FigureSpec::new(name, title, Err(nope_layer(l)));
+    }
     let Some(a) = data.fourier_amplitude.as_ref().and_then(|t| t.at(&[l, h])) else {
         return FigureSpec::new(
             name,
@@ -494,6 +505,11 @@ fn frequency_usage(data: &ScanData) -> Vec<FigureSpec> {
         for l in 0..l_count {
             let Some(values) = t.at(&[l]) else { continue };
             let title = format!("frequency usage of {which}, layer {l}");
+            if data.meta.model.is_nope(l) {
+                let name = format!("frequency_usage_{which}_L{l}");
+                out.push(FigureSpec::new(name, title, Err(nope_layer(l))));
+                continue;
+            }
             let m = (values.to_vec(), h_count, c);
             out.push(usage_map(data, (&title, "head"), m, which, Some(l)));
         }
@@ -527,9 +543,20 @@ fn usage_map(
     which: &str,
     layer: Option<usize>,
 ) -> FigureSpec {
-    let caption = vec![format!(
+    let mut caption = vec![format!(
         "mean ‖{which}^(l)‖₂ over all tokens of the natural prompts"
     )];
+    let model = &data.meta.model;
+    let nope: Vec<String> = (0..model.n_layers)
+        .filter(|&l| model.is_nope(l))
+        .map(|l| l.to_string())
+        .collect();
+    if layer.is_none() && !nope.is_empty() {
+        caption.push(format!(
+            "NoPE layers ({}) rotate nothing: their rows have no value",
+            nope.join(", ")
+        ));
+    }
     let xticks = chunk_ticks(data, layer.unwrap_or(0), cols)
         .into_iter()
         .map(|(c, s)| (c + 0.5, s))

@@ -1,6 +1,7 @@
 //! What a scan found, in the papers' terms, computed from `summary.json` and `ablation.json` only: slash-dominant
 //! heads per Δ on both prompt sets and their overlap, the top heads of each kind, band dominance, the
-//! positional–symbolic correlation, the ablation's loss changes, and the Cauchy–Schwarz and detector summaries.
+//! positional–symbolic correlation, the ablation's loss changes, the Cauchy–Schwarz and detector summaries, and
+//! on a model with NoPE layers the same measures on its RoPE and NoPE layers side by side.
 //! The report opens with these; every number can be recomputed from the files.
 
 use super::data::ScanData;
@@ -276,4 +277,88 @@ pub fn detector_tops(data: &ScanData) -> Option<Vec<(&'static str, RankedHeads)>
             })
             .collect(),
     )
+}
+
+/// The papers' measures over the heads of one group of layers: the RoPE layers or the NoPE layers of a model
+/// that has both (the NoPE layers are the control: no rotation, so no RoPE mechanism).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PositionGroup {
+    /// Whether the group's layers rotate (`false`: the NoPE layers).
+    pub rotates: bool,
+    /// The group's layers.
+    pub layers: Vec<usize>,
+    /// Its heads.
+    pub heads: usize,
+    /// Distinct heads slash-dominant at some Δ on natural prompts (`None` without `slash`).
+    pub sdh_natural: Option<usize>,
+    /// The same on random prompts (`None` without `intrinsic`).
+    pub sdh_random: Option<usize>,
+    /// Mean over the heads of the best slash score on natural prompts.
+    pub mean_best_slash: Option<f64>,
+    /// Mean attention on key 0, natural prompts.
+    pub mean_sink: Option<f64>,
+    /// Mean `s_pos` and `s_sym` (`posym`).
+    pub mean_posym: Option<(f64, f64)>,
+    /// Heads per label, in label order.
+    pub labels: Vec<(String, usize)>,
+}
+
+/// The mean of the values, `None` for none.
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// The RoPE layers' group and the NoPE layers' group; `None` when every layer rotates.
+pub fn position_groups(data: &ScanData) -> Option<[PositionGroup; 2]> {
+    let model = &data.meta.model;
+    if !model.has_nope_layers() {
+        return None;
+    }
+    let group = |rotates: bool| {
+        let layers: Vec<usize> = (0..model.n_layers)
+            .filter(|&l| model.is_nope(l) != rotates)
+            .collect();
+        let heads: Vec<&HeadSummary> = data
+            .summary
+            .heads
+            .iter()
+            .filter(|h| layers.contains(&h.layer))
+            .collect();
+        let distinct = |v: &[SlashHead]| {
+            v.iter()
+                .filter(|s| layers.contains(&s.layer))
+                .map(|s| (s.layer, s.head))
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        let sets = data.summary.slash_dominant.as_ref();
+        let random_ran = heads.iter().any(|h| {
+            h.slash
+                .as_ref()
+                .is_some_and(|s| s.random_slash_dominant.is_some())
+        });
+        let mut labels: Vec<(String, usize)> = Vec::new();
+        for h in &heads {
+            match labels.iter_mut().find(|(l, _)| *l == h.label) {
+                Some((_, n)) => *n += 1,
+                None => labels.push((h.label.clone(), 1)),
+            }
+        }
+        let slash = || heads.iter().filter_map(|h| h.slash.as_ref());
+        let pos = mean(heads.iter().filter_map(|h| field(&h.posym, "s_pos")));
+        let sym = mean(heads.iter().filter_map(|h| field(&h.posym, "s_sym")));
+        PositionGroup {
+            rotates,
+            heads: heads.len(),
+            sdh_natural: sets.map(|s| distinct(&s.natural)),
+            sdh_random: sets.filter(|_| random_ran).map(|s| distinct(&s.random)),
+            mean_best_slash: mean(slash().map(|s| s.best_score)),
+            mean_sink: mean(slash().map(|s| s.sink)),
+            mean_posym: pos.zip(sym),
+            labels,
+            layers,
+        }
+    };
+    Some([group(true), group(false)])
 }

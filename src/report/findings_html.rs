@@ -25,6 +25,7 @@ fn not_run(out: &mut String, analysis: &str) {
 /// The findings section.
 pub fn render(out: &mut String, data: &ScanData) {
     out.push_str("<section id=\"findings\"><h2>Findings</h2>");
+    rope_and_nope(out, data);
     sdh(out, data);
     top_heads(out, data);
     bands(out, data);
@@ -34,6 +35,54 @@ pub fn render(out: &mut String, data: &ScanData) {
     detectors(out, data);
     cone(out, data);
     out.push_str("</section>\n");
+}
+
+/// A number, or "not run" where its analysis did not run.
+fn or_not_run(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "<span class=\"missing\">not run</span>".into())
+}
+
+/// On a model with NoPE layers: the papers' measures on its RoPE layers and on its NoPE layers, side by side.
+fn rope_and_nope(out: &mut String, data: &ScanData) {
+    let Some(groups) = findings::position_groups(data) else {
+        return;
+    };
+    out.push_str(
+        "<h3 id=\"f-nope\">RoPE layers against NoPE layers</h3><p>This model has layers that rotate nothing \
+         (NoPE): their queries and keys carry no position, so any positional pattern they show is not RoPE's. \
+         They are the control group for the RoPE layers. Frequency bands and the Fourier decomposition do not \
+         apply to them (null in <code>summary.json</code>).</p>\
+         <table id=\"rope-nope\"><tr><th>group</th><th>layers</th><th>heads</th><th>slash-dominant heads \
+         (natural / random)</th><th>mean best slash score</th><th>mean sink</th><th>mean s_pos / s_sym</th>\
+         <th>labels</th></tr>",
+    );
+    for g in &groups {
+        let name = if g.rotates { "RoPE" } else { "NoPE" };
+        let layers: Vec<String> = g.layers.iter().map(|l| l.to_string()).collect();
+        let labels: Vec<String> = g
+            .labels
+            .iter()
+            .map(|(l, n)| format!("{} {n}", escape(l)))
+            .collect();
+        let sdh = g.sdh_natural.map(|n| {
+            let r = g.sdh_random.map_or("not run".into(), |r| r.to_string());
+            format!("{n} / {r}")
+        });
+        let _ = write!(
+            out,
+            "<tr data-group=\"{}\"><td>{name}</td><td>{}</td><td>{}</td><td class=\"sdh\">{}</td>\
+             <td class=\"slash\">{}</td><td class=\"sink\">{}</td><td class=\"posym\">{}</td><td>{}</td></tr>",
+            name.to_lowercase(),
+            layers.join(", "),
+            g.heads,
+            or_not_run(sdh),
+            or_not_run(g.mean_best_slash.map(|v| format!("{v:.3}"))),
+            or_not_run(g.mean_sink.map(|v| format!("{v:.3}"))),
+            or_not_run(g.mean_posym.map(|(p, s)| format!("{p:.3} / {s:.3}"))),
+            labels.join(", ")
+        );
+    }
+    out.push_str("</table>");
 }
 
 fn sdh(out: &mut String, data: &ScanData) {

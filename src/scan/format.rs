@@ -137,8 +137,12 @@ pub struct ModelMeta {
     pub head_dim: usize,
     /// Value head dimension.
     pub value_dim: usize,
-    /// Rotating chunks per head `C` (`d_rot / 2`).
+    /// Rotating chunks per head `C` (`d_rot / 2`; the most of any layer).
     pub n_chunks: usize,
+    /// Chunks each layer rotates, 0 on a NoPE layer; written only when some layer rotates fewer than `C`
+    /// (absent: every layer rotates `C`, as in scans of format 1 written before NoPE layers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rotated_chunks: Vec<usize>,
     /// RoPE base of each layer.
     pub rope_bases: Vec<f64>,
     /// Sliding window of each layer (`null` for global attention).
@@ -147,6 +151,23 @@ pub struct ModelMeta {
     pub context_length: usize,
     /// Vocabulary size.
     pub vocab_size: usize,
+}
+
+impl ModelMeta {
+    /// Chunks layer `l` rotates (`C` where the record lists no layer).
+    pub fn chunks_of(&self, l: usize) -> usize {
+        self.rotated_chunks.get(l).copied().unwrap_or(self.n_chunks)
+    }
+
+    /// Whether layer `l` is a NoPE layer (rotates nothing).
+    pub fn is_nope(&self, l: usize) -> bool {
+        self.chunks_of(l) == 0
+    }
+
+    /// Whether the model has a NoPE layer.
+    pub fn has_nope_layers(&self) -> bool {
+        (0..self.n_layers).any(|l| self.is_nope(l))
+    }
 }
 
 /// One prompt set.

@@ -37,12 +37,18 @@ pub fn write<T: Real>(
     }
     if params.runs(Analysis::Frequency) || params.runs(Analysis::Fourier) {
         let n_chunks = c.n_chunks();
+        // A layer that rotates fewer chunks (none on a NoPE layer) has NaN for the others.
         let freqs: Vec<f64> = c
             .rope_specs(meta.parameters.prompt_length)
             .iter()
-            .flat_map(|spec| (0..n_chunks).map(|k| spec.frequency::<f64>(k)))
+            .flat_map(|spec| {
+                (0..n_chunks).map(|k| match k < spec.n_chunks() {
+                    true => spec.frequency::<f64>(k),
+                    false => f64::NAN,
+                })
+            })
             .collect();
-        npy::write(
+        npy::write_with_absent(
             &dir.join(files::CHUNK_FREQUENCY),
             &[c.n_layers, n_chunks],
             &freqs,

@@ -221,6 +221,11 @@ fn model_meta<T: Real>(model: &Model<T>) -> ModelMeta {
         head_dim: c.head_dim,
         value_dim: c.value_dim,
         n_chunks: c.n_chunks(),
+        rotated_chunks: if c.layers.iter().all(|l| l.rope.n_chunks() == c.n_chunks()) {
+            Vec::new()
+        } else {
+            c.layers.iter().map(|l| l.rope.n_chunks()).collect()
+        },
         rope_bases: c.layers.iter().map(|l| l.rope.base).collect(),
         windows: c.layers.iter().map(|l| l.window).collect(),
         context_length: c.context_length,
@@ -374,7 +379,7 @@ fn write_scan<T: Real>(
     start: Instant,
 ) -> Result<ScanSummary> {
     let c = &model.config;
-    let title =
+    let mut title =
         format!(
         "ropescope scan of {} ({}, {} layers × {} heads, {}): {} natural{} prompts of {} tokens",
         meta.model_file,
@@ -386,6 +391,16 @@ fn write_scan<T: Real>(
         if outcome.random.is_some() { " and random" } else { "" },
         meta.parameters.prompt_length
     );
+    let nope: Vec<String> = (c.layers.iter().enumerate())
+        .filter(|(_, l)| !l.rope.rotates())
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !nope.is_empty() {
+        title.push_str(&format!(
+            "\nNoPE layers (no rotation; the report sets them against the RoPE layers): {}",
+            nope.join(", ")
+        ));
+    }
     let text = report_text::render(&outcome.summary, &title);
     let warnings = outcome.summary.warnings.clone();
     output::write(staged.path(), model, &outcome, params, meta, prompts, &text)?;

@@ -102,6 +102,22 @@ pub fn check_meta(meta: &Meta, file: &Path) -> Result<()> {
             "finite positive numbers",
         ));
     }
+    if !m.rotated_chunks.is_empty() && m.rotated_chunks.len() != m.n_layers {
+        return Err(outside(
+            file,
+            "the length of model.rotated_chunks",
+            m.rotated_chunks.len(),
+            &per_layer,
+        ));
+    }
+    if let Some(c) = m.rotated_chunks.iter().find(|&&c| c > m.n_chunks) {
+        return Err(outside(
+            file,
+            "a model.rotated_chunks entry",
+            c,
+            &format!("0..={}", m.n_chunks),
+        ));
+    }
     if m.windows.len() != m.n_layers {
         return Err(outside(
             file,

@@ -183,9 +183,11 @@ pub fn head_rank(s: &HeadSums) -> Option<HeadRank> {
     })
 }
 
-/// The Fourier decomposition of the logit of a head's mean pre-RoPE query and key.
+/// The Fourier decomposition of the logit of a head's mean pre-RoPE query and key; `None` on a NoPE layer,
+/// whose logit has no rotating term.
 pub fn mean_spectrum(s: &HeadSums) -> Option<LogitSpectrum> {
-    Some(logit_spectrum(s.rope.as_ref()?, &s.q.mean(), &s.k.mean()))
+    let rope = s.rope.as_ref().filter(|r| r.n_chunks() > 0)?;
+    Some(logit_spectrum(rope, &s.q.mean(), &s.k.mean()))
 }
 
 /// The offset in `0..=delta_max` where the decomposed logit is largest.
@@ -229,8 +231,9 @@ pub fn band_shares(rope: &RopeSpec, values: &[f64], bands: &FrequencyBands) -> B
     }
 }
 
+/// Band shares of a head's chunk norms; `None` on a NoPE layer, which has no frequency to share among.
 fn head_frequency(s: &HeadSums, bands: &FrequencyBands) -> Option<HeadFrequency> {
-    let rope = s.rope.as_ref()?;
+    let rope = s.rope.as_ref().filter(|r| r.n_chunks() > 0)?;
     let shares = |r: &RowSums| band_shares(rope, &r.mean_chunk_norms(), bands);
     Some(HeadFrequency {
         q: shares(&s.q),

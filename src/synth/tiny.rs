@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// Shape and conventions of a synthetic model.
 #[derive(Clone, Debug)]
 pub struct SyntheticModel {
-    /// `general.architecture` (`llama`, `qwen2`, `qwen3`, `phi3`, `gemma2`, `gemma3`, `mistral`).
+    /// `general.architecture` (any of [`crate::model::SUPPORTED`]).
     pub arch: String,
     /// Layers.
     pub n_layers: usize,
@@ -71,10 +71,17 @@ impl SyntheticModel {
         self.arch == "qwen2"
     }
     fn has_qk_norm(&self) -> bool {
-        matches!(self.arch.as_str(), "qwen3" | "gemma3")
+        matches!(self.arch.as_str(), "qwen3" | "gemma3" | "olmo2")
+    }
+    /// Whether the QK-norm spans each token's whole projection (olmo2) rather than each head.
+    fn qk_norm_per_projection(&self) -> bool {
+        self.arch == "olmo2"
+    }
+    fn has_pre_norms(&self) -> bool {
+        self.arch != "olmo2"
     }
     fn has_post_norms(&self) -> bool {
-        matches!(self.arch.as_str(), "gemma2" | "gemma3")
+        matches!(self.arch.as_str(), "gemma2" | "gemma3" | "olmo2")
     }
     fn fused(&self) -> bool {
         self.arch == "phi3"
@@ -91,7 +98,9 @@ impl SyntheticModel {
         )];
         for i in 0..self.n_layers {
             let n = |s: &str| format!("blk.{i}.{s}");
-            t.push((n("attn_norm.weight"), vec![d], true));
+            if self.has_pre_norms() {
+                t.push((n("attn_norm.weight"), vec![d], true));
+            }
             if self.fused() {
                 t.push((n("attn_qkv.weight"), vec![d, q + 2 * kv], false));
             } else {
@@ -105,14 +114,21 @@ impl SyntheticModel {
                 t.push((n("attn_v.bias"), vec![kv], false));
             }
             if self.has_qk_norm() {
-                t.push((n("attn_q_norm.weight"), vec![hd], true));
-                t.push((n("attn_k_norm.weight"), vec![hd], true));
+                let (qn, kn) = if self.qk_norm_per_projection() {
+                    (q, kv)
+                } else {
+                    (hd, hd)
+                };
+                t.push((n("attn_q_norm.weight"), vec![qn], true));
+                t.push((n("attn_k_norm.weight"), vec![kn], true));
             }
             t.push((n("attn_output.weight"), vec![q, d], false));
             if self.has_post_norms() {
                 t.push((n("post_attention_norm.weight"), vec![d], true));
             }
-            t.push((n("ffn_norm.weight"), vec![d], true));
+            if self.has_pre_norms() {
+                t.push((n("ffn_norm.weight"), vec![d], true));
+            }
             if self.fused() {
                 t.push((n("ffn_up.weight"), vec![d, 2 * ff], false));
             } else {

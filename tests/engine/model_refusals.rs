@@ -290,7 +290,7 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     variants.sort();
-    assert_eq!(variants.len(), 15, "{variants:?}");
+    assert_eq!(variants.len(), 18, "{variants:?}");
     let tmp = tempfile::tempdir().unwrap();
     for v in &variants {
         let out = tmp.path().join(v);
@@ -330,6 +330,20 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
             }
             "llama-llama3" | "llama-yarn" | "qwen2-yarn" => {
                 assert_close(&layer(0), &hf_inv_freq(v, "main", "all", "inv_freq"));
+            }
+            "olmo3" => {
+                assert_close(
+                    &layer(0),
+                    &hf_inv_freq(v, "main", "sliding_attention", "inv_freq"),
+                );
+                assert_close(
+                    &layer(3),
+                    &hf_inv_freq(v, "main", "full_attention", "inv_freq"),
+                );
+            }
+            "smollm3" => {
+                assert_close(&layer(0), &hf_inv_freq(v, "main", "all", "inv_freq"));
+                assert!(layer(3).iter().chain(&layer(7)).all(|g| g.is_nan()));
             }
             _ => {}
         }

@@ -10,6 +10,7 @@ mod analysis_detectors;
 mod analysis_posym;
 mod cli;
 mod cluster;
+mod nope_layers;
 mod outputs;
 mod shard;
 mod synthetic;

@@ -21,9 +21,9 @@
 //! [`GEMMA3_GLOBAL_EVERY`]-th layer is global.
 
 use super::super::config::ModelConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gguf::Hparams;
-use crate::model::config::Activation;
+use crate::model::config::{Activation, QkNorm};
 use crate::rope::Scaling;
 
 /// Gemma 3: every [`GEMMA3_GLOBAL_EVERY`]-th layer (5, 11, 17, ...) is global, unless the file states the
@@ -71,10 +71,10 @@ pub fn config_gemma(base: ModelConfig) -> ModelConfig {
 /// layers full attention and the file's base and scaling.
 pub fn config_gemma3(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     let mut c = with_query_scalar(gemma_common(base), GEMMA3_27B_LAYERS);
-    c.qk_norm = true;
+    c.qk_norm = QkNorm::PerHead;
     c.post_norms = true;
     c.final_softcap = h.final_softcap;
-    let local = local_layers(h, |i| (i + 1) % GEMMA3_GLOBAL_EVERY != 0)?;
+    let local = super::sliding_layers(h, |i| (i + 1) % GEMMA3_GLOBAL_EVERY != 0)?;
     let local_base = h.rope_base_swa.unwrap_or(GEMMA3_LOCAL_ROPE_BASE);
     for (layer, is_local) in c.layers.iter_mut().zip(local) {
         if is_local {
@@ -95,39 +95,13 @@ pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     c.post_norms = true;
     c.attn_softcap = Some(h.attn_softcap.unwrap_or(GEMMA2_ATTN_SOFTCAP));
     c.final_softcap = Some(h.final_softcap.unwrap_or(GEMMA2_FINAL_SOFTCAP));
-    let local = local_layers(h, |i| i % 2 == 0)?;
+    let local = super::sliding_layers(h, |i| i % 2 == 0)?;
     for (layer, is_local) in c.layers.iter_mut().zip(local) {
         if !is_local {
             layer.window = None;
         }
     }
     Ok(c)
-}
-
-/// Which layers use the sliding window: the file's `attention.sliding_window_pattern` when present (one entry
-/// per layer), else `default`. A model with local layers must state its window.
-fn local_layers(h: &Hparams, default: impl Fn(usize) -> bool) -> Result<Vec<bool>> {
-    let arch = &h.architecture;
-    let local = match &h.sliding_window_pattern {
-        Some(p) if p.len() != h.n_layers => {
-            return Err(Error::BadValue {
-                key: format!("{arch}.attention.sliding_window_pattern"),
-                problem: format!(
-                    "{} entries for {} layers (must be one entry per layer)",
-                    p.len(),
-                    h.n_layers
-                ),
-            })
-        }
-        Some(p) => p.clone(),
-        None => (0..h.n_layers).map(default).collect(),
-    };
-    if local.iter().any(|&l| l) && h.sliding_window.is_none() {
-        return Err(Error::MissingKey(format!(
-            "{arch}.attention.sliding_window"
-        )));
-    }
-    Ok(local)
 }
 
 #[cfg(test)]
@@ -168,7 +142,8 @@ mod tests {
             final_softcap: None,
             embed_scale: None,
             activation: Activation::Silu,
-            qk_norm: false,
+            qk_norm: QkNorm::None,
+            pre_norms: true,
             post_norms: false,
         }
     }

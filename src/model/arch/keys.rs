@@ -57,16 +57,18 @@ const COMMON_BLOCK_TENSORS: &[&str] = &[
     "ffn_down.weight",
 ];
 
-/// What one architecture understands beyond the common sets.
+/// What one architecture understands beyond the common sets, and what of the common block tensors it does not use.
 struct Extra {
     keys: &'static [&'static str],
     tensors: &'static [&'static str],
     block_tensors: &'static [&'static str],
+    unused_block_tensors: &'static [&'static str],
 }
 
 const QK_NORM: &[&str] = &["attn_q_norm.weight", "attn_k_norm.weight"];
 const GEMMA_POST_NORMS: &[&str] = &["post_attention_norm.weight", "post_ffw_norm.weight"];
-const GEMMA3_BLOCK: &[&str] = &[
+/// QK-norm and post-norms (gemma3, olmo2).
+const QK_AND_POST_NORMS: &[&str] = &[
     "attn_q_norm.weight",
     "attn_k_norm.weight",
     "post_attention_norm.weight",
@@ -80,26 +82,31 @@ fn extra(arch: &str) -> Option<Extra> {
             keys: &["attention.sliding_window"],
             tensors: &["rope_freqs.weight"],
             block_tensors: none,
+            unused_block_tensors: none,
         },
         "qwen2" => Extra {
             keys: none,
             tensors: none,
             block_tensors: none,
+            unused_block_tensors: none,
         },
         "qwen3" => Extra {
             keys: none,
             tensors: none,
             block_tensors: QK_NORM,
+            unused_block_tensors: none,
         },
         "phi3" => Extra {
             keys: &["attention.sliding_window"],
             tensors: &["rope_factors_long.weight", "rope_factors_short.weight"],
             block_tensors: none,
+            unused_block_tensors: none,
         },
         "gemma" => Extra {
             keys: none,
             tensors: none,
             block_tensors: none,
+            unused_block_tensors: none,
         },
         "gemma2" => Extra {
             keys: &[
@@ -109,6 +116,7 @@ fn extra(arch: &str) -> Option<Extra> {
             ],
             tensors: none,
             block_tensors: GEMMA_POST_NORMS,
+            unused_block_tensors: none,
         },
         "gemma3" => Extra {
             keys: &[
@@ -118,7 +126,25 @@ fn extra(arch: &str) -> Option<Extra> {
                 "final_logit_softcapping",
             ],
             tensors: none,
-            block_tensors: GEMMA3_BLOCK,
+            block_tensors: QK_AND_POST_NORMS,
+            unused_block_tensors: none,
+        },
+        // llama.cpp's SmolLM3 graph reads neither a window nor per-chunk RoPE factors.
+        "smollm3" => Extra {
+            keys: none,
+            tensors: none,
+            block_tensors: none,
+            unused_block_tensors: none,
+        },
+        "olmo2" => Extra {
+            keys: &[
+                "attention.sliding_window",
+                "attention.sliding_window_pattern",
+                "rope.freq_base_swa",
+            ],
+            tensors: none,
+            block_tensors: QK_AND_POST_NORMS,
+            unused_block_tensors: &["attn_norm.weight", "ffn_norm.weight"],
         },
         _ => return None,
     })
@@ -145,9 +171,8 @@ fn tensor_understood(arch: &str, n_layers: usize, name: &str) -> Option<bool> {
         let in_range = index.parse::<usize>().is_ok_and(|i| i < n_layers)
             && !index.starts_with('+')
             && (index == "0" || !index.starts_with('0'));
-        return Some(
-            in_range && (COMMON_BLOCK_TENSORS.contains(&part) || e.block_tensors.contains(&part)),
-        );
+        let common = COMMON_BLOCK_TENSORS.contains(&part) && !e.unused_block_tensors.contains(&part);
+        return Some(in_range && (common || e.block_tensors.contains(&part)));
     }
     Some(COMMON_TENSORS.contains(&name) || e.tensors.contains(&name))
 }

@@ -4,20 +4,46 @@
 pub mod gemma;
 pub mod keys;
 mod llama;
+mod olmo2;
 mod phi3;
 mod qwen;
 pub mod rope;
+mod smollm3;
 pub mod validate;
 
-use super::config::{Activation, LayerConfig, LayerRope, ModelConfig};
+use super::config::{Activation, LayerConfig, LayerRope, ModelConfig, QkNorm};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Hparams};
 use crate::rope::Pairing;
 
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
-    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
+    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
 ];
+
+/// What the engine assumes for an architecture where the file states nothing: llama.cpp's loader makes the same
+/// assumption, and the converter writes no key for it. `inspect` prints these; the README's architecture table
+/// lists them.
+pub fn assumptions(arch: &str) -> &'static [&'static str] {
+    match arch {
+        "gemma2" => &[
+            "query_pre_attn_scalar is n_embd / n_heads on a 46-layer model (Gemma 2 27B), else the head dimension",
+            "layers 0, 2, 4, ... use the sliding window, odd layers are global",
+        ],
+        "gemma3" => &[
+            "query_pre_attn_scalar is n_embd / n_heads on a 62-layer model (Gemma 3 27B), else the head dimension",
+            "without attention.sliding_window_pattern, every 6th layer is global and the others slide",
+            "sliding layers use rope.freq_base_swa (10000 when absent) and no scaling",
+        ],
+        "smollm3" => &["every 4th layer (3, 7, 11, ...) is a NoPE layer: no rotation"],
+        "olmo2" => &[
+            "with attention.sliding_window and no attention.sliding_window_pattern, every 4th layer is global and \
+             the others slide",
+            "sliding layers use rope.freq_base_swa (the global base when absent) and no scaling",
+        ],
+        _ => &[],
+    }
+}
 
 /// Resolves the forward-pass configuration of `file`. An unsupported architecture is rejected before any
 /// of its hyper-parameters are read; a key or tensor the architecture does not understand is refused
@@ -40,6 +66,8 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "gemma" => |c, _| Ok(gemma::config_gemma(c)),
         "gemma2" => gemma::config_gemma2,
         "gemma3" => gemma::config_gemma3,
+        "smollm3" => |c, _| Ok(smollm3::config(c)),
+        "olmo2" => olmo2::config,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -109,7 +137,8 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         final_softcap: None,
         embed_scale: None,
         activation: Activation::Silu,
-        qk_norm: false,
+        qk_norm: QkNorm::None,
+        pre_norms: true,
         post_norms: false,
     })
 }
@@ -121,4 +150,30 @@ fn with_pairing(mut c: ModelConfig, pairing: Pairing) -> ModelConfig {
         l.rope.pairing = pairing;
     }
     c
+}
+
+/// Which layers use the sliding window: the file's `attention.sliding_window_pattern` when present (one entry
+/// per layer), else `default`. A model with sliding layers must state its window.
+fn sliding_layers(h: &Hparams, default: impl Fn(usize) -> bool) -> Result<Vec<bool>> {
+    let arch = &h.architecture;
+    let sliding = match &h.sliding_window_pattern {
+        Some(p) if p.len() != h.n_layers => {
+            return Err(Error::BadValue {
+                key: format!("{arch}.attention.sliding_window_pattern"),
+                problem: format!(
+                    "{} entries for {} layers (must be one entry per layer)",
+                    p.len(),
+                    h.n_layers
+                ),
+            })
+        }
+        Some(p) => p.clone(),
+        None => (0..h.n_layers).map(default).collect(),
+    };
+    if sliding.iter().any(|&l| l) && h.sliding_window.is_none() {
+        return Err(Error::MissingKey(format!(
+            "{arch}.attention.sliding_window"
+        )));
+    }
+    Ok(sliding)
 }

@@ -646,6 +646,7 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             head_dim: sh.d,
             value_dim: sh.d,
             n_chunks: sh.c,
+            rotated_chunks: Vec::new(),
             rope_bases: vec![10000.0; sh.layers],
             windows: vec![None; sh.layers],
             context_length: 2048,
