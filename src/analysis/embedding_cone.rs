@@ -4,10 +4,11 @@
 //! The image of embedding `e` under head `h` of layer `l` is `W_Q^(h) (g_l ⊙ e) + b` (then `⊙ n_q` with
 //! QK-norm, the head's slice of the gains where the norm spans the whole projection), `g_l` the layer's
 //! attention-norm weights (none on a model without pre-norms): the query the head would form if `e` reached it
-//! unchanged. RMSNorm's division by a per-row scalar does not change angles and is omitted. Angles as in
-//! [`super::cone`].
+//! unchanged. RMSNorm's division by a per-row scalar does not change angles and is omitted; a LayerNorm (whose
+//! mean and bias do change them) is applied whole. Angles as in [`super::cone`].
 
 use super::cone::{cone_spread, ConeSpread};
+use crate::model::config::Norm;
 use crate::model::Model;
 use crate::numeric::Real;
 
@@ -56,10 +57,13 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
     let mut keys = Vec::with_capacity(c.n_layers * c.n_heads);
     for lw in &w.layers {
         let x: Vec<T> = match &lw.attn_norm {
-            Some(gains) => rows
+            // RMSNorm's division by a per-row scalar does not change angles; LayerNorm's mean and bias do, so it
+            // is applied in full.
+            Some(norm) if norm.kind == Norm::Rms => rows
                 .iter()
-                .flat_map(|r| r.iter().zip(gains).map(|(&e, &g)| e * g))
+                .flat_map(|r| r.iter().zip(&norm.w).map(|(&e, &g)| e * g))
                 .collect(),
+            Some(norm) => norm.normed(&rows.concat(), c.norm_eps),
             None => rows.concat(),
         };
         let q = lw.wq.apply(&x, n, lw.bq.as_deref());

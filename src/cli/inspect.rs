@@ -7,7 +7,9 @@
 
 use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
-use crate::model::config::{LayerRope, ModelConfig, QkNorm};
+use crate::model::config::{
+    Activation, FeedForward, LayerRope, LogitScale, ModelConfig, Norm, QkNorm, Residual,
+};
 use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -37,6 +39,8 @@ struct Report {
     tensor_data: TensorDataReport,
     /// RoPE of the resolved configuration; `null` when the file cannot be resolved (see `problem`).
     rope: Option<RopeReport>,
+    /// The blocks of the resolved configuration; `null` when the file cannot be resolved.
+    block: Option<BlockReport>,
     /// What the engine assumes for this architecture where the file states nothing (as llama.cpp's loader does).
     assumptions: &'static [&'static str],
     /// Keys and tensors ropescope does not understand; `reference` and `scan` refuse a file that has any.
@@ -67,12 +71,51 @@ struct RopeReport {
     attn_scale: f64,
     /// Gemma's `query_pre_attn_scalar`, where the architecture has one.
     query_pre_attn_scalar: Option<f64>,
-    /// RMSNorm of queries and keys before RoPE: `none`, `per-head` or `projection` (the whole projection).
-    qk_norm: QkNorm,
-    /// Where each block normalises: `pre`, `pre+post` or `post` (around attention and feed-forward).
-    block_norms: &'static str,
     /// The layer types.
     layer_types: Vec<LayerTypeReport>,
+}
+
+/// How a block is built, as the forward pass runs it.
+#[derive(Serialize)]
+struct BlockReport {
+    /// `rms` or `layer` (LayerNorm).
+    norm: Norm,
+    /// Where each block normalises: `pre`, `pre+post` or `post` (around attention and feed-forward).
+    norm_placement: &'static str,
+    /// RMSNorm of queries and keys before RoPE: `none`, `per-head` or `projection` (the whole projection).
+    qk_norm: QkNorm,
+    /// `sequential`, `parallel` or `parallel-shared-norm`.
+    residual: Residual,
+    /// `gated` or `plain`.
+    feed_forward: FeedForward,
+    /// The feed-forward non-linearity.
+    activation: Activation,
+    /// Multiplier of the token embeddings.
+    embedding_scale: Option<f64>,
+    /// Multiplier of each block's output before the residual add.
+    residual_scale: Option<f64>,
+    /// The scale of the output logits: `{"divide": d}` or `{"multiply": m}`.
+    logit_scale: Option<LogitScale>,
+}
+
+impl BlockReport {
+    fn of(c: &ModelConfig) -> Self {
+        Self {
+            norm: c.norm,
+            norm_placement: match (c.pre_norms, c.post_norms) {
+                (true, false) => "pre",
+                (true, true) => "pre+post",
+                (false, _) => "post",
+            },
+            qk_norm: c.qk_norm,
+            residual: c.residual,
+            feed_forward: c.feed_forward,
+            activation: c.activation,
+            embedding_scale: c.embed_scale,
+            residual_scale: c.residual_scale,
+            logit_scale: c.logit_scale,
+        }
+    }
 }
 
 /// Layers that share one RoPE and window.
@@ -122,12 +165,6 @@ impl RopeReport {
                 .map_or(0, |l| l.rope.rot_dim),
             attn_scale: c.attn_scale,
             query_pre_attn_scalar: c.query_pre_attn_scalar,
-            qk_norm: c.qk_norm,
-            block_norms: match (c.pre_norms, c.post_norms) {
-                (true, false) => "pre",
-                (true, true) => "pre+post",
-                (false, _) => "post",
-            },
             layer_types: types
                 .into_iter()
                 .map(|(rope, window, layers)| {
@@ -181,6 +218,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             missing_bytes: extent.missing_bytes(),
         },
         rope: resolved.as_ref().ok().map(RopeReport::of),
+        block: resolved.as_ref().ok().map(BlockReport::of),
         assumptions: arch::assumptions(&h_arch),
         not_understood,
         problem,
@@ -255,8 +293,11 @@ fn print_text(r: &Report) {
     if let Some(rope) = &r.rope {
         print_rope(rope);
     }
+    if let Some(b) = &r.block {
+        print_block(b);
+    }
     for item in r.assumptions {
-        println!("assumes         {item} (the file states nothing; llama.cpp assumes the same)");
+        println!("assumes         {item} (the file states nothing)");
     }
     for item in &r.not_understood {
         println!("NOT UNDERSTOOD  {item}");
@@ -274,12 +315,6 @@ fn print_rope(r: &RopeReport) {
         "attention       scale {:.6}{scalar}; RoPE {} pairs over {} of {} dims",
         r.attn_scale, r.pairing, r.rot_dim, r.head_dim
     );
-    let qk = match r.qk_norm {
-        QkNorm::None => "none",
-        QkNorm::PerHead => "per head",
-        QkNorm::Projection => "over each token's whole projection",
-    };
-    println!("norms           block {}; QK-norm {qk}", r.block_norms);
     for t in &r.layer_types {
         let window = t.window.map_or("global".into(), |w| format!("window {w}"));
         if t.nope {
@@ -322,6 +357,50 @@ fn print_rope(r: &RopeReport) {
             );
         }
     }
+}
+
+fn print_block(b: &BlockReport) {
+    let norm = match b.norm {
+        Norm::Rms => "RMSNorm",
+        Norm::Layer => "LayerNorm",
+    };
+    let qk = match b.qk_norm {
+        QkNorm::None => "none",
+        QkNorm::PerHead => "per head",
+        QkNorm::Projection => "over each token's whole projection",
+    };
+    println!(
+        "blocks          {norm} ({}), QK-norm {qk}; residual {}; feed-forward {} {}",
+        b.norm_placement,
+        serde_name(&b.residual),
+        serde_name(&b.feed_forward),
+        serde_name(&b.activation),
+    );
+    let (logits_divided, logits_multiplied) = match b.logit_scale {
+        Some(LogitScale::Divide(d)) => (Some(d), None),
+        Some(LogitScale::Multiply(m)) => (None, Some(m)),
+        None => (None, None),
+    };
+    let scales: Vec<String> = [
+        ("embedding scale", b.embedding_scale),
+        ("residual scale", b.residual_scale),
+        ("logits divided by", logits_divided),
+        ("logits multiplied by", logits_multiplied),
+    ]
+    .iter()
+    .filter_map(|(name, v)| v.map(|v| format!("{name} {v}")))
+    .collect();
+    if !scales.is_empty() {
+        println!("multipliers     {}", scales.join(", "));
+    }
+}
+
+/// The name serde gives a unit variant.
+fn serde_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// `0-4,6-10,12` style list of layer indices.

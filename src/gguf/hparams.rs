@@ -55,6 +55,16 @@ pub struct Hparams {
     pub final_softcap: Option<f64>,
     /// Vocabulary size: length of `tokenizer.ggml.tokens`, else `{arch}.vocab_size`.
     pub vocab_size: Option<usize>,
+    /// `{arch}.use_parallel_residual` (GPT-NeoX), when present.
+    pub parallel_residual: Option<bool>,
+    /// `{arch}.embedding_scale` (Granite's embedding multiplier), when present.
+    pub embedding_scale: Option<f64>,
+    /// `{arch}.residual_scale` (Granite's residual multiplier), when present.
+    pub residual_scale: Option<f64>,
+    /// `{arch}.logit_scale` (Granite's logits divisor), when present.
+    pub logit_scale: Option<f64>,
+    /// `{arch}.attention.scale` (the multiplier of `q·k` in place of `head_dim^-1/2`), when present.
+    pub attention_scale: Option<f64>,
 }
 
 /// The `{arch}.rope.scaling.*` keys of a file (llama.cpp's names), each checked to be finite and positive.
@@ -158,6 +168,11 @@ impl Hparams {
             attn_softcap: file.get_f64(&key("attn_logit_softcapping"))?,
             final_softcap: file.get_f64(&key("final_logit_softcapping"))?,
             vocab_size,
+            parallel_residual: file.get_bool(&key("use_parallel_residual"))?,
+            embedding_scale: file.get_positive_f64(&key("embedding_scale"))?,
+            residual_scale: file.get_positive_f64(&key("residual_scale"))?,
+            logit_scale: file.get_positive_f64(&key("logit_scale"))?,
+            attention_scale: file.get_positive_f64(&key("attention.scale"))?,
             architecture,
         })
     }
@@ -226,6 +241,18 @@ impl GgufFile {
                 ),
             }),
             v => Ok(v),
+        }
+    }
+
+    /// A boolean metadata value; `Ok(None)` when the key is absent.
+    pub fn get_bool(&self, key: &str) -> Result<Option<bool>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(Error::BadValue {
+                key: key.into(),
+                problem: format!("expected a boolean, found {}", type_name(v)),
+            }),
         }
     }
 

@@ -3,13 +3,59 @@
 use crate::rope::{Pairing, RopeSpec, Scaling};
 use serde::Serialize;
 
-/// Non-linearity of the gated feed-forward block (`down(act(gate(x)) * up(x))`).
+/// Non-linearity of the feed-forward block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Activation {
     /// `x · sigmoid(x)` (llama, qwen, mistral, phi3).
     Silu,
-    /// GELU, tanh approximation (gemma).
+    /// GELU, tanh approximation (gemma, phi2's `gelu_new`).
     GeluTanh,
+    /// GELU with the error function, `½x(1 + erf(x/√2))` (gptneox).
+    GeluErf,
+}
+
+/// The normalisation of the blocks and of the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Norm {
+    /// RMSNorm, `x / sqrt(mean(x²) + ε) · w`.
+    Rms,
+    /// LayerNorm, `(x − mean) / sqrt(var + ε) · w + b` (gptneox, phi2).
+    Layer,
+}
+
+/// How a block's attention and feed-forward reach the residual stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Residual {
+    /// `x ← x + attn(norm₁(x))`, then `x ← x + ffn(norm₂(x))`.
+    Sequential,
+    /// `x ← x + (attn(norm₁(x)) + ffn(norm₂(x)))`, both reading the block's input (gptneox).
+    Parallel,
+    /// As `Parallel`, with one norm for both (phi2: `ffn(norm₁(x))`).
+    ParallelSharedNorm,
+}
+
+/// How the output logits are scaled, in the operation HF applies (a division and a multiplication by the
+/// reciprocal round differently).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogitScale {
+    /// `logits / d` (Granite).
+    Divide(f64),
+    /// `logits · m` (Cohere).
+    Multiply(f64),
+}
+
+/// The feed-forward block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FeedForward {
+    /// `down(act(gate(x)) · up(x))`.
+    Gated,
+    /// `down(act(up(x)))` (gptneox, phi2).
+    Plain,
 }
 
 /// A layer's rotary embedding as the file states it: everything but the sequence length, on which LongRoPE's
@@ -110,8 +156,19 @@ pub struct ModelConfig {
     pub vocab_size: usize,
     /// Maximum context the model was trained for.
     pub context_length: usize,
-    /// RMSNorm epsilon.
+    /// Epsilon of every norm.
     pub norm_eps: f64,
+    /// The normalisation.
+    pub norm: Norm,
+    /// How attention and feed-forward join the residual stream.
+    pub residual: Residual,
+    /// The feed-forward block.
+    pub feed_forward: FeedForward,
+    /// Multiplier of each block's output before it is added to the residual stream (Granite).
+    pub residual_scale: Option<f64>,
+    /// The scale of the output logits (Granite divides by its `logits_scaling`, Cohere multiplies by its
+    /// `logit_scale`).
+    pub logit_scale: Option<LogitScale>,
     /// RoPE coordinate pairing of the file's Q/K weights.
     #[serde(skip)]
     pub pairing: Pairing,

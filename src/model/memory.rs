@@ -72,10 +72,12 @@ impl<T: Real> Model<T> {
         Ok(())
     }
 
-    /// Working memory of a forward pass over `n` tokens (activations of one layer plus attention blocks).
+    /// Working memory of a forward pass over `n` tokens (activations of one layer plus attention blocks, and the
+    /// residual stream, which is kept in f64).
     pub fn activation_bytes(&self, n: usize) -> u64 {
         let c = &self.config;
-        let per_token = 3 * c.n_embd
+        let stream = (c.n_embd as u64 * 8).saturating_mul(n as u64);
+        let per_token = 2 * c.n_embd
             + 2 * (c.n_heads * c.head_dim + c.n_kv_heads * c.head_dim) // q, k and their pre-RoPE copies
             + c.n_kv_heads * c.head_dim // the keys transposed for the score products
             + c.n_kv_heads * c.value_dim
@@ -85,6 +87,7 @@ impl<T: Real> Model<T> {
         ((per_token + blocks) as u64)
             .saturating_mul(n as u64)
             .saturating_mul(std::mem::size_of::<T>() as u64)
+            .saturating_add(stream)
     }
 }
 

@@ -18,6 +18,7 @@ internal_mod! {
 
 pub use arch::SUPPORTED;
 pub use config::{Activation, LayerConfig, ModelConfig};
+use config::{LogitScale, Residual};
 pub use memory::MEMORY_LIMIT_VAR;
 pub use prefix::PrefixKv;
 
@@ -33,7 +34,7 @@ use matrix::WeightMatrix;
 use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
-use weights::{LayerWeights, Weights};
+use weights::{LayerWeights, NormWeights, Weights};
 
 /// A model ready to run in precision `T`.
 pub struct Model<T> {
@@ -228,22 +229,26 @@ impl<T: Real> Model<T> {
         Ok(ForwardOutput { logits, rows })
     }
 
-    fn embed(&self, ids: &[u32]) -> Vec<T> {
+    /// The embedding rows of `ids`, the start of the residual stream, in f64 (see [`Model::layer`]). The scale
+    /// (Gemma's `sqrt(n_embd)`, Granite's multiplier) multiplies in f64.
+    fn embed(&self, ids: &[u32]) -> Vec<f64> {
         let d = self.config.n_embd;
-        let mut x = vec![T::zero(); ids.len() * d];
-        for (row, &id) in x.chunks_mut(d).zip(ids) {
+        let mut row = vec![T::zero(); d];
+        let mut x = Vec::with_capacity(ids.len() * d);
+        for &id in ids {
             let id = id as usize;
-            self.weights.token_embd.dequantize_rows(id..id + 1, row);
-            // The scale (Gemma's sqrt(n_embd)) multiplies in f64, rounded once: an f32 scale would be off by the
-            // same factor for every token.
-            if let Some(s) = self.config.embed_scale {
-                row.iter_mut()
-                    .for_each(|v| *v = T::of_f64(v.to_f64_exact() * s));
-            }
+            self.weights
+                .token_embd
+                .dequantize_rows(id..id + 1, &mut row);
+            let s = self.config.embed_scale.unwrap_or(1.0);
+            x.extend(row.iter().map(|v| v.to_f64_exact() * s));
         }
         x
     }
 
+    /// One block over the rows of the residual stream `x`. The stream is kept in f64 whatever `T`: each block
+    /// reads it through a norm rounded once to `T` and adds its output in f64, so the f32 engine's rounding does
+    /// not accumulate along the stream over the layers (the f64 engine computes the same numbers either way).
     #[allow(clippy::too_many_arguments)]
     fn layer<C: Capture<T>>(
         &self,
@@ -254,7 +259,7 @@ impl<T: Real> Model<T> {
         opts: &ForwardOptions,
         plan: LayerPlan,
         resume: Resume<'_, T>,
-        x: &mut [T],
+        x: &mut [f64],
         capture: &mut C,
     ) -> Result<Option<LayerKv<T>>> {
         let c = &self.config;
@@ -262,7 +267,7 @@ impl<T: Real> Model<T> {
         let (rows, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
         let (start, t) = (resume.start, resume.start + rows);
 
-        let h = pre_normed(x, w.attn_norm.as_deref(), c.norm_eps);
+        let h = pre_normed(x, w.attn_norm.as_ref(), c.norm_eps);
         let mut q = project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref());
         let mut k = project(Step::ProjectK, &w.wk, &h, rows, w.bk.as_deref());
         let mut v = project(Step::ProjectV, &w.wv, &h, rows, w.bv.as_deref());
@@ -341,34 +346,37 @@ impl<T: Real> Model<T> {
             return Ok(kept);
         }
 
-        let mut o = project(Step::ProjectO, &w.wo, &heads, rows, None);
+        let mut o = project(Step::ProjectO, &w.wo, &heads, rows, w.bo.as_deref());
         if let Some(pn) = &w.post_attn_norm {
             time(Step::Norm, || {
                 ops::rms_norm_segments(&mut o, pn, c.norm_eps)
             });
         }
-        time(Step::Activation, || add_into(x, &o));
-        ensure_finite(
-            x,
-            c.n_embd,
-            start,
-            site,
-            "the residual stream after attention",
-        )?;
-
-        let h = pre_normed(x, w.ffn_norm.as_deref(), c.norm_eps);
-        let mut gate = project(Step::ProjectGate, &w.w_gate, &h, rows, None);
-        let up = project(Step::ProjectUp, &w.w_up, &h, rows, None);
-        time(Step::Activation, || {
-            ops::gated(&mut gate, &up, c.activation)
-        });
-        let mut f = project(Step::ProjectDown, &w.w_down, &gate, rows, None);
-        if let Some(pn) = &w.post_ffn_norm {
-            time(Step::Norm, || {
-                ops::rms_norm_segments(&mut f, pn, c.norm_eps)
+        scale(&mut o, c.residual_scale);
+        if c.residual == Residual::Sequential {
+            time(Step::Activation, || add_to_stream(x, &o));
+            ensure_finite(
+                x,
+                c.n_embd,
+                start,
+                site,
+                "the residual stream after attention",
+            )?;
+            let h = pre_normed(x, w.ffn_norm.as_ref(), c.norm_eps);
+            let f = self.feed_forward(w, &h, rows);
+            time(Step::Activation, || add_to_stream(x, &f));
+        } else {
+            // Both blocks read the block's input (the stream is not yet updated), the feed-forward block through
+            // its own norm or the attention's; their sum joins the stream.
+            let f = match &w.ffn_norm {
+                Some(norm) => self.feed_forward(w, &pre_normed(x, Some(norm), c.norm_eps), rows),
+                None => self.feed_forward(w, &h, rows),
+            };
+            time(Step::Activation, || {
+                add_into(&mut o, &f);
+                add_to_stream(x, &o)
             });
         }
-        time(Step::Activation, || add_into(x, &f));
         ensure_finite(
             x,
             c.n_embd,
@@ -377,24 +385,69 @@ impl<T: Real> Model<T> {
             "the residual stream after the feed-forward block",
         )?;
         if plan.residual {
-            capture.residual(l, x);
+            let stream: Vec<T> = x.iter().map(|&v| T::of_f64(v)).collect();
+            capture.residual(l, &stream);
         }
         Ok(kept)
     }
 
+    /// The feed-forward block on `rows` normed rows `h`, through its post-norm and residual scale.
+    fn feed_forward(&self, w: &LayerWeights<T>, h: &[T], rows: usize) -> Vec<T> {
+        let c = &self.config;
+        let mut up = project(Step::ProjectUp, &w.w_up, h, rows, w.b_up.as_deref());
+        let hidden = match &w.w_gate {
+            Some(gate_w) => {
+                let mut gate = project(Step::ProjectGate, gate_w, h, rows, None);
+                time(Step::Activation, || {
+                    ops::gated(&mut gate, &up, c.activation)
+                });
+                gate
+            }
+            None => {
+                time(Step::Activation, || ops::activate(&mut up, c.activation));
+                up
+            }
+        };
+        let mut f = project(
+            Step::ProjectDown,
+            &w.w_down,
+            &hidden,
+            rows,
+            w.b_down.as_deref(),
+        );
+        if let Some(pn) = &w.post_ffn_norm {
+            time(Step::Norm, || {
+                ops::rms_norm_segments(&mut f, pn, c.norm_eps)
+            });
+        }
+        scale(&mut f, c.residual_scale);
+        f
+    }
+
     /// Final norm, output head and soft-capping for `n` rows of the residual stream.
-    fn logits(&self, x: &[T], n: usize) -> Vec<T> {
+    fn logits(&self, x: &[f64], n: usize) -> Vec<T> {
         let c = &self.config;
         if n == 0 {
             return Vec::new();
         }
-        let h = ops::rms_normed(x, &self.weights.output_norm, c.norm_eps);
+        let h = self.weights.output_norm.normed(x, c.norm_eps);
         let head = self
             .weights
             .output
             .as_ref()
             .unwrap_or(&self.weights.token_embd);
-        let mut logits = head.apply(&h, n, None);
+        let mut logits = head.apply(&h, n, self.weights.output_bias.as_deref());
+        match c.logit_scale {
+            Some(LogitScale::Divide(d)) => {
+                let d = T::of_f64(d);
+                logits.iter_mut().for_each(|v| *v = *v / d);
+            }
+            Some(LogitScale::Multiply(m)) => {
+                let m = T::of_f64(m);
+                logits.iter_mut().for_each(|v| *v = *v * m);
+            }
+            None => {}
+        }
         count_flops(Step::Logits, 2 * n * head.rows() * head.cols());
         if let Some(cap) = c.final_softcap {
             ops::softcap(&mut logits, cap);
@@ -441,17 +494,33 @@ fn rotate_all<T: Real>(
     });
 }
 
-/// The input of a block: the residual stream RMS-normed by `norm`, or the stream itself where the model has no
-/// pre-norm.
-fn pre_normed<T: Real>(x: &[T], norm: Option<&[T]>, eps: f64) -> Vec<T> {
+/// The input of a block: the residual stream normed by `norm`, or the stream itself where the model has no
+/// pre-norm, rounded to `T`.
+fn pre_normed<T: Real>(x: &[f64], norm: Option<&NormWeights<T>>, eps: f64) -> Vec<T> {
     match norm {
-        Some(w) => time(Step::Norm, || ops::rms_normed(x, w, eps)),
-        None => x.to_vec(),
+        Some(n) => time(Step::Norm, || n.normed(x, eps)),
+        None => x.iter().map(|&v| T::of_f64(v)).collect(),
     }
 }
 
+/// Multiplies a block's output by the residual scale, if the model has one (Granite).
+fn scale<T: Real>(x: &mut [T], by: Option<f64>) {
+    if let Some(m) = by {
+        let m = T::of_f64(m);
+        x.par_iter_mut().for_each(|v| *v = *v * m);
+    }
+}
+
+/// `x += y`, element-wise.
 fn add_into<T: Real>(x: &mut [T], y: &[T]) {
     x.par_iter_mut()
         .zip(y.par_iter())
         .for_each(|(a, &b)| *a = *a + b);
+}
+
+/// `x += y` into the f64 residual stream.
+fn add_to_stream<T: Real>(x: &mut [f64], y: &[T]) {
+    x.par_iter_mut()
+        .zip(y.par_iter())
+        .for_each(|(a, &b)| *a += b.to_f64_exact());
 }

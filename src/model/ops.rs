@@ -13,7 +13,14 @@ use rayon::prelude::*;
 
 /// RMSNorm of one vector in place: `x_i ← x_i / sqrt(mean(x²) + eps) · w_i`, computed in f64 and rounded once.
 pub fn rms_norm<T: Real>(x: &mut [T], w: &[T], eps: f64) {
-    let n = x.len() as f64;
+    let inv = rms_inverse(x, eps);
+    for (v, &g) in x.iter_mut().zip(w) {
+        *v = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
+    }
+}
+
+/// `1 / sqrt(mean(x²) + eps)`, in f64.
+fn rms_inverse<S: Real>(x: &[S], eps: f64) -> f64 {
     let mean_sq = x
         .iter()
         .map(|v| {
@@ -21,11 +28,8 @@ pub fn rms_norm<T: Real>(x: &mut [T], w: &[T], eps: f64) {
             v * v
         })
         .sum::<f64>()
-        / n;
-    let inv = 1.0 / (mean_sq + eps).sqrt();
-    for (v, &g) in x.iter_mut().zip(w) {
-        *v = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
-    }
+        / x.len() as f64;
+    1.0 / (mean_sq + eps).sqrt()
 }
 
 /// RMSNorm of every `w.len()`-wide segment of `x` (rows of a matrix, or heads within rows), in parallel.
@@ -34,11 +38,70 @@ pub fn rms_norm_segments<T: Real>(x: &mut [T], w: &[T], eps: f64) {
         .for_each(|seg| rms_norm(seg, w, eps));
 }
 
-/// Copy of `x` with RMSNorm applied to every row.
-pub fn rms_normed<T: Real>(x: &[T], w: &[T], eps: f64) -> Vec<T> {
-    let mut out = x.to_vec();
-    rms_norm_segments(&mut out, w, eps);
+/// Every `w.len()`-wide row of `x` (the residual stream, kept in f64) RMS-normed in f64 and rounded once to `T`.
+pub fn rms_normed<S: Real, T: Real>(x: &[S], w: &[T], eps: f64) -> Vec<T> {
+    let mut out = vec![T::zero(); x.len()];
+    out.par_chunks_mut(w.len())
+        .zip(x.par_chunks(w.len()))
+        .for_each(|(o, row)| {
+            let inv = rms_inverse(row, eps);
+            for ((o, v), &g) in o.iter_mut().zip(row).zip(w) {
+                *o = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
+            }
+        });
     out
+}
+
+/// Every `w.len()`-wide row of `x` LayerNormed, `(x_i − μ) / sqrt(σ² + eps) · w_i + b_i` with the row's mean `μ`
+/// and biased variance `σ²`, computed in f64 (two passes) and rounded once to `T`.
+pub fn layer_normed<S: Real, T: Real>(x: &[S], w: &[T], b: Option<&[T]>, eps: f64) -> Vec<T> {
+    let mut out = vec![T::zero(); x.len()];
+    out.par_chunks_mut(w.len())
+        .zip(x.par_chunks(w.len()))
+        .for_each(|(o, row)| {
+            let n = row.len() as f64;
+            let mean = row.iter().map(|v| v.to_f64_exact()).sum::<f64>() / n;
+            let var = row
+                .iter()
+                .map(|v| {
+                    let d = v.to_f64_exact() - mean;
+                    d * d
+                })
+                .sum::<f64>()
+                / n;
+            let inv = 1.0 / (var + eps).sqrt();
+            for (i, (o, v)) in o.iter_mut().zip(row).enumerate() {
+                let shift = b.map_or(0.0, |b| b[i].to_f64_exact());
+                *o = T::of_f64((v.to_f64_exact() - mean) * inv * w[i].to_f64_exact() + shift);
+            }
+        });
+    out
+}
+
+/// `act(x)`, element-wise, in place (the plain feed-forward block).
+pub fn activate<T: Real>(x: &mut [T], act: Activation) {
+    x.par_chunks_mut(4096).for_each(|c| {
+        for v in c {
+            *v = activation(*v, act);
+        }
+    });
+}
+
+/// `act(x)` for one value: SiLU and GELU-tanh through [`logistic`], GELU-erf in f64 (libm's `erf`), rounded once.
+#[inline(always)]
+fn activation<T: Real>(x: T, act: Activation) -> T {
+    match act {
+        Activation::Silu => x * logistic(x),
+        Activation::GeluTanh => {
+            let c = T::of_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
+            let cubic = T::of_f64(0.044715);
+            x * logistic(c * (x + cubic * x * x * x))
+        }
+        Activation::GeluErf => {
+            let v = x.to_f64_exact();
+            T::of_f64(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)))
+        }
+    }
 }
 
 /// `act(gate) · up`, element-wise, into `gate`.
@@ -60,20 +123,8 @@ fn gated_chunk<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
 /// [`gated_chunk`]'s arithmetic, compiled for whichever instruction set its caller is.
 #[inline(always)]
 fn gated_chunk_portable<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
-    match act {
-        Activation::Silu => {
-            for (g, &u) in gate.iter_mut().zip(up) {
-                *g = *g * logistic(*g) * u;
-            }
-        }
-        Activation::GeluTanh => {
-            let c = T::of_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
-            let cubic = T::of_f64(0.044715);
-            for (g, &u) in gate.iter_mut().zip(up) {
-                let x = *g;
-                *g = x * logistic(c * (x + cubic * x * x * x)) * u;
-            }
-        }
+    for (g, &u) in gate.iter_mut().zip(up) {
+        *g = activation(*g, act) * u;
     }
 }
 

@@ -5,17 +5,40 @@
 //! shape and storage type is checked against the configuration at load, so a forward pass cannot meet a bad
 //! tensor. Fused tensors (`attn_qkv`, phi3's doubled `ffn_up`) are split into their parts.
 
-use super::config::{ModelConfig, QkNorm};
+use super::config::{FeedForward, ModelConfig, Norm, QkNorm, Residual};
 use super::matrix::WeightMatrix;
+use super::ops;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::numeric::Real;
 
+/// A norm of the residual stream: its kind, gains, and biases where it has them (LayerNorm).
+#[derive(Clone, Debug)]
+pub struct NormWeights<T> {
+    /// RMSNorm or LayerNorm.
+    pub kind: Norm,
+    /// Gains.
+    pub w: Vec<T>,
+    /// Biases (a LayerNorm's `b`).
+    pub b: Option<Vec<T>>,
+}
+
+impl<T: Real> NormWeights<T> {
+    /// Every `w.len()`-wide row of `x` (of any precision: the engine keeps the residual stream in f64), normed
+    /// in f64 and rounded once to `T`.
+    pub fn normed<S: Real>(&self, x: &[S], eps: f64) -> Vec<T> {
+        match self.kind {
+            Norm::Rms => ops::rms_normed(x, &self.w, eps),
+            Norm::Layer => ops::layer_normed(x, &self.w, self.b.as_deref(), eps),
+        }
+    }
+}
+
 /// The weights of one transformer block. Matrices are `out × in`.
 #[derive(Clone, Debug)]
 pub struct LayerWeights<T> {
-    /// RMSNorm before attention (absent without pre-norms: olmo2).
-    pub attn_norm: Option<Vec<T>>,
+    /// Norm before attention (absent without pre-norms: olmo2).
+    pub attn_norm: Option<NormWeights<T>>,
     /// Query projection, `(n_heads · head_dim) × n_embd`.
     pub wq: WeightMatrix,
     /// Key projection, `(n_kv_heads · head_dim) × n_embd`.
@@ -34,16 +57,23 @@ pub struct LayerWeights<T> {
     pub qk_norm: Option<(Vec<T>, Vec<T>)>,
     /// Output projection, `n_embd × (n_heads · value_dim)`.
     pub wo: WeightMatrix,
+    /// Output projection bias (gptneox, phi2).
+    pub bo: Option<Vec<T>>,
     /// RMSNorm after attention (gemma2, gemma3, olmo2).
     pub post_attn_norm: Option<Vec<T>>,
-    /// RMSNorm before the feed-forward block (absent without pre-norms).
-    pub ffn_norm: Option<Vec<T>>,
-    /// Gate projection, `n_ff × n_embd`.
-    pub w_gate: WeightMatrix,
+    /// Norm before the feed-forward block (absent without pre-norms, and where the feed-forward block reads
+    /// the attention's normed input: phi2).
+    pub ffn_norm: Option<NormWeights<T>>,
+    /// Gate projection, `n_ff × n_embd` (absent in a plain feed-forward block).
+    pub w_gate: Option<WeightMatrix>,
     /// Up projection, `n_ff × n_embd`.
     pub w_up: WeightMatrix,
+    /// Up projection bias.
+    pub b_up: Option<Vec<T>>,
     /// Down projection, `n_embd × n_ff`.
     pub w_down: WeightMatrix,
+    /// Down projection bias.
+    pub b_down: Option<Vec<T>>,
     /// RMSNorm after the feed-forward block (gemma2, gemma3, olmo2).
     pub post_ffn_norm: Option<Vec<T>>,
 }
@@ -55,10 +85,12 @@ pub struct Weights<T> {
     pub token_embd: WeightMatrix,
     /// Transformer blocks.
     pub layers: Vec<LayerWeights<T>>,
-    /// Final RMSNorm.
-    pub output_norm: Vec<T>,
+    /// Final norm.
+    pub output_norm: NormWeights<T>,
     /// Output head, `vocab × n_embd`; `None` when tied to the embeddings.
     pub output: Option<WeightMatrix>,
+    /// Output head bias (phi2).
+    pub output_bias: Option<Vec<T>>,
 }
 
 /// Reads tensors of one file, checking shapes.
@@ -100,6 +132,19 @@ impl Loader<'_> {
             .collect())
     }
 
+    /// The norm `{name}.weight` of `len` gains, with `{name}.bias` where the model's norm is a LayerNorm and
+    /// the file has one (Cohere's LayerNorms have none).
+    fn norm<T: Real>(&self, c: &ModelConfig, name: &str, len: usize) -> Result<NormWeights<T>> {
+        Ok(NormWeights {
+            kind: c.norm,
+            w: self.vector(&format!("{name}.weight"), len)?,
+            b: match c.norm {
+                Norm::Layer => self.vector_opt(&format!("{name}.bias"), len)?,
+                Norm::Rms => None,
+            },
+        })
+    }
+
     fn vector_opt<T: Real>(&self, name: &str, len: usize) -> Result<Option<Vec<T>>> {
         if self.has(name) {
             self.vector(name, len).map(Some)
@@ -125,30 +170,47 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
     let n = |s: &str| format!("blk.{i}.{s}");
     let (d, hd, vd) = (c.n_embd, c.head_dim, c.value_dim);
     let (q_rows, k_rows, v_rows) = (c.n_heads * hd, c.n_kv_heads * hd, c.n_kv_heads * vd);
-    let (wq, wk, wv) = if ld.has(&n("attn_qkv.weight")) {
+    let ((wq, wk, wv), (bq, bk, bv)) = if ld.has(&n("attn_qkv.weight")) {
         let [wq, wk, wv]: [WeightMatrix; 3] = ld
             .split(&n("attn_qkv.weight"), d, &[q_rows, k_rows, v_rows])?
             .try_into()
             .expect("three parts");
-        (wq, wk, wv)
+        let biases = match ld.vector_opt::<T>(&n("attn_qkv.bias"), q_rows + k_rows + v_rows)? {
+            Some(b) => {
+                let (q, rest) = b.split_at(q_rows);
+                let (k, v) = rest.split_at(k_rows);
+                (Some(q.to_vec()), Some(k.to_vec()), Some(v.to_vec()))
+            }
+            None => (None, None, None),
+        };
+        ((wq, wk, wv), biases)
     } else {
         (
-            ld.matrix(&n("attn_q.weight"), q_rows, d)?,
-            ld.matrix(&n("attn_k.weight"), k_rows, d)?,
-            ld.matrix(&n("attn_v.weight"), v_rows, d)?,
+            (
+                ld.matrix(&n("attn_q.weight"), q_rows, d)?,
+                ld.matrix(&n("attn_k.weight"), k_rows, d)?,
+                ld.matrix(&n("attn_v.weight"), v_rows, d)?,
+            ),
+            (
+                ld.vector_opt(&n("attn_q.bias"), q_rows)?,
+                ld.vector_opt(&n("attn_k.bias"), k_rows)?,
+                ld.vector_opt(&n("attn_v.bias"), v_rows)?,
+            ),
         )
     };
-    let (w_gate, w_up) = if ld.has(&n("ffn_gate.weight")) {
-        (
-            ld.matrix(&n("ffn_gate.weight"), c.n_ff, d)?,
+    let (w_gate, w_up) = match c.feed_forward {
+        FeedForward::Plain => (None, ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?),
+        FeedForward::Gated if ld.has(&n("ffn_gate.weight")) => (
+            Some(ld.matrix(&n("ffn_gate.weight"), c.n_ff, d)?),
             ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?,
-        )
-    } else {
-        let [gate, up]: [WeightMatrix; 2] = ld
-            .split(&n("ffn_up.weight"), d, &[c.n_ff, c.n_ff])?
-            .try_into()
-            .expect("two parts");
-        (gate, up)
+        ),
+        FeedForward::Gated => {
+            let [gate, up]: [WeightMatrix; 2] = ld
+                .split(&n("ffn_up.weight"), d, &[c.n_ff, c.n_ff])?
+                .try_into()
+                .expect("two parts");
+            (Some(gate), up)
+        }
     };
     let qk_widths = match c.qk_norm {
         QkNorm::None => None,
@@ -169,21 +231,31 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             Ok(None)
         }
     };
+    let block_norm = |wanted: bool, name: &str| -> Result<Option<NormWeights<T>>> {
+        match wanted {
+            true => ld.norm(c, &n(name), d).map(Some),
+            false => Ok(None),
+        }
+    };
+    let ffn_reads_own_norm = c.pre_norms && c.residual != Residual::ParallelSharedNorm;
     Ok(LayerWeights {
-        attn_norm: norm_if(c.pre_norms, "attn_norm.weight")?,
+        attn_norm: block_norm(c.pre_norms, "attn_norm")?,
         wq,
         wk,
         wv,
-        bq: ld.vector_opt(&n("attn_q.bias"), q_rows)?,
-        bk: ld.vector_opt(&n("attn_k.bias"), k_rows)?,
-        bv: ld.vector_opt(&n("attn_v.bias"), v_rows)?,
+        bq,
+        bk,
+        bv,
         qk_norm,
         wo: ld.matrix(&n("attn_output.weight"), d, c.n_heads * vd)?,
+        bo: ld.vector_opt(&n("attn_output.bias"), d)?,
         post_attn_norm: norm_if(c.post_norms, "post_attention_norm.weight")?,
-        ffn_norm: norm_if(c.pre_norms, "ffn_norm.weight")?,
+        ffn_norm: block_norm(ffn_reads_own_norm, "ffn_norm")?,
         w_gate,
         w_up,
+        b_up: ld.vector_opt(&n("ffn_up.bias"), c.n_ff)?,
         w_down: ld.matrix(&n("ffn_down.weight"), d, c.n_ff)?,
+        b_down: ld.vector_opt(&n("ffn_down.bias"), d)?,
         post_ffn_norm: norm_if(c.post_norms, "post_ffw_norm.weight")?,
     })
 }
@@ -200,12 +272,13 @@ impl<T: Real> Weights<T> {
         Ok(Self {
             token_embd: ld.matrix("token_embd.weight", c.vocab_size, c.n_embd)?,
             layers,
-            output_norm: ld.vector("output_norm.weight", c.n_embd)?,
+            output_norm: ld.norm(c, "output_norm", c.n_embd)?,
             output: if ld.has("output.weight") {
                 Some(ld.matrix("output.weight", c.vocab_size, c.n_embd)?)
             } else {
                 None
             },
+            output_bias: ld.vector_opt("output.bias", c.vocab_size)?,
         })
     }
 }

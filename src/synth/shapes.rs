@@ -41,6 +41,8 @@ pub struct NamedShape {
     pub n_kv_heads: usize,
     /// Head dimension.
     pub head_dim: usize,
+    /// Rotated dimensions of each head, where only part of it rotates (`None`: the whole head).
+    pub rope_dim: Option<usize>,
     /// Feed-forward width.
     pub n_ff: usize,
     /// Vocabulary size.
@@ -49,8 +51,8 @@ pub struct NamedShape {
     pub context_length: usize,
     /// RoPE base (of the global layers, where layers differ).
     pub rope_base: f32,
-    /// RMSNorm epsilon.
-    pub rms_eps: f32,
+    /// Norm epsilon (RMSNorm's, or LayerNorm's for `gptneox`).
+    pub norm_eps: f32,
     /// Sliding window of the local layers.
     pub sliding_window: Option<u32>,
     /// Attention and final logit soft-capping (Gemma 2).
@@ -78,11 +80,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 32,
         n_kv_heads: 8,
         head_dim: 128,
+        rope_dim: None,
         n_ff: 14336,
         vocab: 128256,
         context_length: 131072,
         rope_base: 500000.0,
-        rms_eps: 1e-5,
+        norm_eps: 1e-5,
         sliding_window: None,
         softcaps: None,
         tied: false,
@@ -96,11 +99,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 28,
         n_kv_heads: 4,
         head_dim: 128,
+        rope_dim: None,
         n_ff: 18944,
         vocab: 152064,
         context_length: 32768,
         rope_base: 1000000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
         sliding_window: None,
         softcaps: None,
         tied: false,
@@ -114,11 +118,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 16,
         n_kv_heads: 16,
         head_dim: 256,
+        rope_dim: None,
         n_ff: 24576,
         vocab: 256000,
         context_length: 8192,
         rope_base: 10000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
         sliding_window: None,
         softcaps: None,
         tied: true,
@@ -132,11 +137,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 8,
         n_kv_heads: 4,
         head_dim: 256,
+        rope_dim: None,
         n_ff: 9216,
         vocab: 256000,
         context_length: 8192,
         rope_base: 10000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
         sliding_window: Some(4096),
         softcaps: Some((50.0, 30.0)),
         tied: true,
@@ -150,11 +156,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 8,
         n_kv_heads: 4,
         head_dim: 256,
+        rope_dim: None,
         n_ff: 10240,
         vocab: 262208,
         context_length: 131072,
         rope_base: 1000000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
         sliding_window: Some(1024),
         softcaps: None,
         tied: true,
@@ -168,11 +175,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 16,
         n_kv_heads: 4,
         head_dim: 128,
+        rope_dim: None,
         n_ff: 11008,
         vocab: 128256,
         context_length: 65536,
         rope_base: 5000000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
         sliding_window: None,
         softcaps: None,
         tied: true,
@@ -186,11 +194,31 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 32,
         n_kv_heads: 32,
         head_dim: 128,
+        rope_dim: None,
         n_ff: 11008,
         vocab: 100352,
         context_length: 4096,
         rope_base: 500000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
+        sliding_window: None,
+        softcaps: None,
+        tied: false,
+        rope: NamedRope::Plain,
+    },
+    NamedShape {
+        name: "pythia-1.4b",
+        arch: "gptneox",
+        n_layers: 24,
+        n_embd: 2048,
+        n_heads: 16,
+        n_kv_heads: 16,
+        head_dim: 128,
+        rope_dim: Some(32),
+        n_ff: 8192,
+        vocab: 50304,
+        context_length: 2048,
+        rope_base: 10000.0,
+        norm_eps: 1e-5,
         sliding_window: None,
         softcaps: None,
         tied: false,
@@ -204,11 +232,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 9,
         n_kv_heads: 3,
         head_dim: 64,
+        rope_dim: None,
         n_ff: 1536,
         vocab: 49152,
         context_length: 8192,
         rope_base: 100000.0,
-        rms_eps: 1e-5,
+        norm_eps: 1e-5,
         sliding_window: None,
         softcaps: None,
         tied: true,
@@ -222,11 +251,12 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         n_heads: 4,
         n_kv_heads: 1,
         head_dim: 256,
+        rope_dim: None,
         n_ff: 2048,
         vocab: 262144,
         context_length: 32768,
         rope_base: 1000000.0,
-        rms_eps: 1e-6,
+        norm_eps: 1e-6,
         sliding_window: Some(512),
         softcaps: None,
         tied: true,
@@ -253,7 +283,7 @@ impl NamedShape {
         m.n_heads = self.n_heads;
         m.n_kv_heads = self.n_kv_heads;
         m.head_dim = self.head_dim;
-        m.rope_dim = self.head_dim;
+        m.rope_dim = self.rope_dim.unwrap_or(self.head_dim);
         m.n_ff = self.n_ff;
         m.vocab = self.vocab;
         m.context_length = self.context_length;
@@ -271,7 +301,7 @@ impl NamedShape {
         let mut metadata: Vec<(String, Value)> = model
             .metadata()
             .into_iter()
-            .filter(|(k, _)| !k.starts_with("tokenizer.") && !k.ends_with("layer_norm_rms_epsilon"))
+            .filter(|(k, _)| !k.starts_with("tokenizer.") && !k.contains(".attention.layer_norm_"))
             .collect();
         metadata.insert(
             1,
@@ -280,9 +310,13 @@ impl NamedShape {
                 Value::String(format!("ropescope synth {} (random weights)", self.name)),
             ),
         );
+        let eps_key = match a {
+            "gptneox" => "layer_norm_epsilon",
+            _ => "layer_norm_rms_epsilon",
+        };
         metadata.push((
-            format!("{a}.attention.layer_norm_rms_epsilon"),
-            Value::F32(self.rms_eps),
+            format!("{a}.attention.{eps_key}"),
+            Value::F32(self.norm_eps),
         ));
         match self.rope {
             NamedRope::Plain | NamedRope::Llama3(_) => {}

@@ -68,23 +68,38 @@ impl SyntheticModel {
     }
 
     fn has_bias(&self) -> bool {
-        self.arch == "qwen2"
+        matches!(self.arch.as_str(), "qwen2" | "gptneox" | "phi2")
+    }
+    /// LayerNorm with biases in place of RMSNorm, biases on every projection, a plain feed-forward block.
+    fn layer_norm(&self) -> bool {
+        matches!(self.arch.as_str(), "gptneox" | "phi2")
+    }
+    /// A LayerNorm without biases (Cohere).
+    fn bias_free_layer_norm(&self) -> bool {
+        self.arch == "cohere2"
+    }
+    /// One norm before the parallel attention and feed-forward blocks.
+    fn shared_block_norm(&self) -> bool {
+        matches!(self.arch.as_str(), "phi2" | "cohere2")
     }
     fn has_qk_norm(&self) -> bool {
-        matches!(self.arch.as_str(), "qwen3" | "gemma3" | "olmo2")
+        matches!(self.arch.as_str(), "qwen3" | "gemma3" | "olmo2" | "exaone4")
     }
     /// Whether the QK-norm spans each token's whole projection (olmo2) rather than each head.
     fn qk_norm_per_projection(&self) -> bool {
         self.arch == "olmo2"
     }
     fn has_pre_norms(&self) -> bool {
-        self.arch != "olmo2"
+        !matches!(self.arch.as_str(), "olmo2" | "exaone4")
     }
     fn has_post_norms(&self) -> bool {
-        matches!(self.arch.as_str(), "gemma2" | "gemma3" | "olmo2")
+        matches!(
+            self.arch.as_str(),
+            "gemma2" | "gemma3" | "olmo2" | "exaone4"
+        )
     }
     fn fused(&self) -> bool {
-        self.arch == "phi3"
+        matches!(self.arch.as_str(), "phi3" | "gptneox")
     }
 
     /// Every tensor as (name, ggml dims, whether it is a norm weight).
@@ -100,18 +115,24 @@ impl SyntheticModel {
             let n = |s: &str| format!("blk.{i}.{s}");
             if self.has_pre_norms() {
                 t.push((n("attn_norm.weight"), vec![d], true));
+                if self.layer_norm() {
+                    t.push((n("attn_norm.bias"), vec![d], false));
+                }
             }
             if self.fused() {
                 t.push((n("attn_qkv.weight"), vec![d, q + 2 * kv], false));
+                if self.has_bias() {
+                    t.push((n("attn_qkv.bias"), vec![q + 2 * kv], false));
+                }
             } else {
                 t.push((n("attn_q.weight"), vec![d, q], false));
                 t.push((n("attn_k.weight"), vec![d, kv], false));
                 t.push((n("attn_v.weight"), vec![d, kv], false));
-            }
-            if self.has_bias() {
-                t.push((n("attn_q.bias"), vec![q], false));
-                t.push((n("attn_k.bias"), vec![kv], false));
-                t.push((n("attn_v.bias"), vec![kv], false));
+                if self.has_bias() {
+                    t.push((n("attn_q.bias"), vec![q], false));
+                    t.push((n("attn_k.bias"), vec![kv], false));
+                    t.push((n("attn_v.bias"), vec![kv], false));
+                }
             }
             if self.has_qk_norm() {
                 let (qn, kn) = if self.qk_norm_per_projection() {
@@ -123,30 +144,48 @@ impl SyntheticModel {
                 t.push((n("attn_k_norm.weight"), vec![kn], true));
             }
             t.push((n("attn_output.weight"), vec![q, d], false));
+            if self.layer_norm() {
+                t.push((n("attn_output.bias"), vec![d], false));
+            }
             if self.has_post_norms() {
                 t.push((n("post_attention_norm.weight"), vec![d], true));
             }
-            if self.has_pre_norms() {
+            if self.has_pre_norms() && !self.shared_block_norm() {
                 t.push((n("ffn_norm.weight"), vec![d], true));
+                if self.layer_norm() {
+                    t.push((n("ffn_norm.bias"), vec![d], false));
+                }
             }
-            if self.fused() {
+            if self.layer_norm() {
+                t.push((n("ffn_up.weight"), vec![d, ff], false));
+                t.push((n("ffn_up.bias"), vec![ff], false));
+            } else if self.arch == "phi3" {
                 t.push((n("ffn_up.weight"), vec![d, 2 * ff], false));
             } else {
                 t.push((n("ffn_gate.weight"), vec![d, ff], false));
                 t.push((n("ffn_up.weight"), vec![d, ff], false));
             }
             t.push((n("ffn_down.weight"), vec![ff, d], false));
+            if self.layer_norm() {
+                t.push((n("ffn_down.bias"), vec![d], false));
+            }
             if self.has_post_norms() {
                 t.push((n("post_ffw_norm.weight"), vec![d], true));
             }
         }
         t.push(("output_norm.weight".to_string(), vec![d], true));
+        if self.layer_norm() {
+            t.push(("output_norm.bias".to_string(), vec![d], false));
+        }
         if !self.tied {
             t.push((
                 "output.weight".to_string(),
                 vec![d, self.vocab as u64],
                 false,
             ));
+        }
+        if self.arch == "phi2" {
+            t.push(("output.bias".to_string(), vec![self.vocab as u64], false));
         }
         t
     }
@@ -168,7 +207,10 @@ impl SyntheticModel {
             (format!("{a}.rope.freq_base"), Value::F32(self.rope_base)),
             (format!("{a}.context_length"), u(self.context_length)),
             (
-                format!("{a}.attention.layer_norm_rms_epsilon"),
+                match self.layer_norm() || self.bias_free_layer_norm() {
+                    true => format!("{a}.attention.layer_norm_epsilon"),
+                    false => format!("{a}.attention.layer_norm_rms_epsilon"),
+                },
                 Value::F32(1e-6),
             ),
             (
@@ -180,6 +222,19 @@ impl SyntheticModel {
         ];
         if let Some(sw) = self.sliding_window {
             m.push((format!("{a}.attention.sliding_window"), Value::U32(sw)));
+        }
+        if a == "gptneox" {
+            m.push((format!("{a}.use_parallel_residual"), Value::Bool(true)));
+        }
+        if a == "cohere2" {
+            m.push((format!("{a}.logit_scale"), Value::F32(0.25)));
+        }
+        if a == "granite" {
+            // Granite 3's multipliers, in the magnitudes of its 2B release.
+            m.push((format!("{a}.embedding_scale"), Value::F32(12.0)));
+            m.push((format!("{a}.residual_scale"), Value::F32(0.22)));
+            m.push((format!("{a}.logit_scale"), Value::F32(8.0)));
+            m.push((format!("{a}.attention.scale"), Value::F32(0.0078125)));
         }
         if let Some((attn, fin)) = self.softcaps {
             m.push((format!("{a}.attn_logit_softcapping"), Value::F32(attn)));

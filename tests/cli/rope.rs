@@ -233,8 +233,8 @@ fn every_variant_matches_hf_float64() {
     }
     assert_eq!(
         report.len(),
-        19,
-        "18 variants, phi3-longrope with two cases"
+        25,
+        "24 variants, phi3-longrope with two cases"
     );
 }
 

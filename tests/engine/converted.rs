@@ -18,15 +18,21 @@ fn variant_dir(variant: &str) -> PathBuf {
     paths::fixture(&format!("converted/{variant}"))
 }
 
-/// f32 bars of the two variants whose rounding error f32 itself cannot keep below the default ones
-/// (attention 1e-5, scores/q/k NMSE 1e-10): `gemma2-27b` runs 46 layers and `gemma3-4b`'s scores reach 18.
-/// HF transformers' own float32 forward pass is off its float64 one by attention max-abs 5.1e-5 (gemma2-27b) and
-/// 1.1e-5 (gemma3-4b), logits NMSE 1.5e-10 and 5.0e-12; ropescope's f32 by 3.2e-5 and 1.7e-5, logits NMSE 9.1e-11
-/// and 8.0e-12 (still under the default 1e-10), scores NMSE up to 1.6e-10.
+/// f32 bars of the two variants whose scores f32 itself cannot keep below NMSE 1e-10: `gemma2-27b` runs 46
+/// layers and `gemma3-4b`'s scores reach 18 (ropescope's f32 scores NMSE up to 1.6e-10). gemma2-27b's attention
+/// bar is HF's own float32 distance, as for every variant ([`check_variant_with`]): 4.6e-5, where ropescope's
+/// f32 is at 2.4e-5.
 const F32_BARS_DEEP: F32Bars = F32Bars {
-    attn_max_abs: 5e-5,
     other_nmse: 1e-9,
     ..F32_BARS
+};
+
+/// gemma3-4b, the one variant where ropescope's f32 attention is further from float64 than HF's float32: 1.5e-5
+/// against 1.1e-5, on the global layer whose scores reach 18 (it was 1.7e-5 before the residual stream was kept
+/// in f64). The bar is the measured figure, so a regression still fails.
+const F32_BARS_GEMMA3_4B: F32Bars = F32Bars {
+    attn_max_abs: 1.5e-5,
+    ..F32_BARS_DEEP
 };
 
 /// HF transformers' own float32 attention distance from float64 on `variant`: the largest over its cases and
@@ -44,39 +50,45 @@ fn hf_float32_attention(variant: &str) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Both precisions on every case of a converted variant, f32 with the default bars, except that the attention
-/// bar is HF's own float32 distance where that exceeds the default 1e-5 (smollm3 2.4e-5 at layer 7, olmo3
-/// 2.4e-5 at layer 3; ropescope's f32 is at 1.2e-5 and 1.6e-5 there): never further from float64 than HF's
-/// float32, and within 1e-5 wherever HF's float32 is.
+/// Both precisions on every case of a converted variant, f32 with the default bars.
 fn check_variant(variant: &str) {
-    let attn_max_abs = F32_BARS.attn_max_abs.max(hf_float32_attention(variant));
-    check_variant_with(
-        variant,
-        F32Bars {
-            attn_max_abs,
-            ..F32_BARS
-        },
-    );
+    check_variant_with(variant, F32_BARS);
 }
 
-/// Both precisions on every case of a converted variant.
-fn check_variant_with(variant: &str, f32: F32Bars) {
-    let dir = variant_dir(variant);
-    let path = dir.join("model.gguf");
-    let file = GgufFile::open(&path).unwrap();
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// The case directories of a variant, sorted.
+fn cases_of(variant: &str) -> Vec<PathBuf> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(variant_dir(variant))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("meta.json").is_file())
         .collect();
     cases.sort();
     assert!(!cases.is_empty(), "{variant}: no case");
+    cases
+}
+
+/// Both precisions on every case of a converted variant, f32 with the bars `f32` except that the attention bar
+/// is HF's own float32 distance where that is larger (smollm3 2.4e-5 at layer 7, olmo3 2.4e-5 at layer 3,
+/// exaone4 1.5e-5; ropescope's f32 is within 1e-5 on all three): never further from float64 than HF's float32,
+/// and within the bar wherever HF's float32 is.
+fn check_variant_with(variant: &str, f32: F32Bars) {
+    let bars = F32Bars {
+        attn_max_abs: f32.attn_max_abs.max(hf_float32_attention(variant)),
+        ..f32
+    };
+    check_cases(variant, &cases_of(variant), bars);
+}
+
+/// Both precisions of `variant`'s model on the case directories `cases`.
+fn check_cases(variant: &str, cases: &[PathBuf], f32: F32Bars) {
+    let path = variant_dir(variant).join("model.gguf");
+    let file = GgufFile::open(&path).unwrap();
     let m64 = Model::<f64>::load(&file).unwrap();
-    for case in &cases {
+    for case in cases {
         check_case_with(&m64, &path, case, f32);
     }
     let m32 = Model::<f32>::load(&file).unwrap();
-    for case in &cases {
+    for case in cases {
         check_case_with(&m32, &path, case, f32);
     }
 }
@@ -149,7 +161,7 @@ fn gemma3_head_dim_not_256_and_per_layer_type_bases() {
 
 #[test]
 fn gemma3_linear_scaling_on_global_layers_only() {
-    check_variant_with("gemma3-4b", F32_BARS_DEEP);
+    check_cases("gemma3-4b", &cases_of("gemma3-4b"), F32_BARS_GEMMA3_4B);
 }
 
 /// SmolLM3: layers 3 and 7 of 8 rotate nothing (HF's `no_rope_layers`, which the converter does not write and
@@ -170,6 +182,82 @@ fn olmo2_post_norms_and_qk_norm_over_the_whole_projection() {
 #[test]
 fn olmo3_sliding_pattern_and_yarn_on_global_layers_only() {
     check_variant("olmo3");
+}
+
+/// GPT-NeoX (Pythia): a quarter of each head rotates, attention and feed-forward in parallel, LayerNorm and
+/// biases everywhere, GELU with the error function.
+#[test]
+fn gptneox_partial_rotation_parallel_blocks_and_layer_norm() {
+    check_variant("gptneox");
+}
+
+/// Phi-2: 40% of each head rotates, one LayerNorm shared by the parallel attention and feed-forward blocks, an
+/// output head with a bias.
+#[test]
+fn phi2_partial_rotation_and_shared_norm_parallel_blocks() {
+    check_variant("phi2");
+}
+
+/// Granite: embedding, attention, residual and logit multipliers from the file.
+#[test]
+fn granite_multipliers() {
+    check_variant("granite");
+}
+
+/// EXAONE 4.0 (hybrid, as the 32B model): sliding layers rotate, global layers are NoPE layers; no pre-norms,
+/// post-norms, QK-norm per head.
+#[test]
+fn exaone4_sliding_rope_layers_and_global_nope_layers() {
+    check_variant("exaone4");
+}
+
+/// The same hybrid in 64 layers, the only layer count for which llama.cpp applies it.
+#[test]
+fn exaone4_at_the_32b_layer_count() {
+    check_variant("exaone4-32b");
+}
+
+/// Cohere 2 (Command R7B): sliding layers rotate adjacent pairs, the global layer is a NoPE layer, one bias-free
+/// LayerNorm feeds parallel attention and feed-forward blocks, logits × `logit_scale`. HF computes q and k in
+/// Cohere's adjacent order and `reference` writes every model's in half-split order (chunk `l` = dims
+/// `(l, l + d/2)`), so the case's q and k files are reordered the same way (into a copy) before the comparison.
+#[test]
+fn cohere2_adjacent_pairs_nope_global_layers_and_parallel_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut copies = Vec::new();
+    for case in cases_of("cohere2") {
+        let copy = tmp.path().join(case.file_name().unwrap());
+        std::fs::create_dir(&copy).unwrap();
+        for entry in std::fs::read_dir(&case).unwrap() {
+            let from = entry.unwrap().path();
+            let name = from.file_name().unwrap().to_string_lossy().into_owned();
+            let to = copy.join(&name);
+            if name.starts_with('q') || name.starts_with('k') {
+                let a = Array::read(&from).unwrap();
+                let d = *a.shape.last().unwrap();
+                let half: Vec<f64> = a
+                    .to_f64()
+                    .chunks(d)
+                    .flat_map(|head| {
+                        let evens = head.iter().step_by(2);
+                        evens
+                            .chain(head.iter().skip(1).step_by(2))
+                            .copied()
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                ropescope::io::npy::write(&to, &a.shape, &half).unwrap();
+            } else {
+                std::fs::copy(&from, &to).unwrap();
+            }
+        }
+        copies.push(copy);
+    }
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("cohere2")),
+        ..F32_BARS
+    };
+    check_cases("cohere2", &copies, bars);
 }
 
 /// llama.cpp's converter writes Mistral as `llama` and drops its sliding window (16 here), so no reader of the

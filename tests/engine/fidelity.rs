@@ -9,12 +9,14 @@ use ropescope::model::Model;
 use ropescope_test_support::fidelity::{check_case, check_case_with, F32Bars, F32_BARS};
 use ropescope_test_support::paths;
 
-/// f32 bars of the real models: logits NMSE ≤ 1e-12 (the default bar is 1e-10; measured ≤ 4.0e-13 with the
-/// weight products' f64 block sums, ≤ 1.6e-12 without), attention max-abs ≤ 1e-5 (measured ≤ 2.3e-6), scores,
-/// q and k NMSE ≤ 1e-10 (README, "Precision of the f32 engine"). HF transformers' own float32 forward pass is
-/// off its float64 one by logits max-abs 3.3e-5 to 1.5e-4 on these cases (`fixtures/reference/README.md`).
+/// f32 bars of the real models: logits NMSE ≤ 2e-12 (the default bar is 1e-10; measured 3.4e-13 to 1.7e-12
+/// with the residual stream kept in f64, 1.2e-13 to 4.0e-13 with it rounded to f32 at every layer, which doubles
+/// the attention error of deep models: `docs/correctness.md`, "Precision of the f32 engine"), attention max-abs
+/// ≤ 1e-5 (measured ≤ 2.3e-6), scores, q and k NMSE ≤ 1e-10. HF transformers' own float32 forward pass is off
+/// its float64 one by logits max-abs 3.3e-5 to 1.5e-4 on these cases (`fixtures/reference/README.md`);
+/// ropescope's f32 by at most 2.8e-5.
 const F32_BARS_REAL: F32Bars = F32Bars {
-    logits_nmse: 1e-12,
+    logits_nmse: 2e-12,
     ..F32_BARS
 };
 

@@ -17,26 +17,34 @@ const F64_LOGITS_REL: f64 = 1e-12;
 const F64_PROBS_ABS: f64 = 1e-13;
 const F32_LOGITS_NMSE: f64 = 1e-10;
 
-const ARCHS: [&str; 8] = [
-    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
+const ARCHS: [&str; 15] = [
+    "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2",
 ];
 
 /// A synthetic model for `arch` exercising its special features: a sliding window shorter than the prompt
 /// (where the architecture's GGUF has one: not Gemma 1, and not Qwen, whose HF windows apply only above
-/// `max_window_layers`, which GGUF cannot express), six layers for gemma3 (so layer 5 is global), soft-capping
-/// for gemma2, partial rotary for phi3.
+/// `max_window_layers`, which GGUF cannot express), six layers for gemma3 (so layer 5 is global) and four for
+/// the families whose every 4th layer differs (a NoPE or global layer), soft-capping for gemma2, partial rotary
+/// for phi3, gptneox and phi2.
 fn synth(arch: &str) -> SyntheticModel {
     let mut m = SyntheticModel::new(arch);
-    if !matches!(arch, "gemma" | "qwen2" | "qwen3") {
+    if !matches!(
+        arch,
+        "gemma" | "qwen2" | "qwen3" | "smollm3" | "gptneox" | "phi2" | "granite"
+    ) {
         m.sliding_window = Some(5);
     }
     if arch == "gemma3" {
         m.n_layers = 6;
     }
+    if matches!(arch, "smollm3" | "olmo2" | "exaone4" | "cohere2") {
+        m.n_layers = 4;
+    }
     if arch == "gemma2" {
         m.softcaps = Some((5.0, 3.0));
     }
-    if arch == "phi3" {
+    if matches!(arch, "phi3" | "gptneox" | "phi2") {
         m.rope_dim = 4;
     }
     m
@@ -102,7 +110,45 @@ impl Naive {
         self.arch.starts_with("gemma")
     }
     fn post_norms(&self) -> bool {
-        matches!(self.arch.as_str(), "gemma2" | "gemma3")
+        matches!(
+            self.arch.as_str(),
+            "gemma2" | "gemma3" | "olmo2" | "exaone4"
+        )
+    }
+    fn pre_norms(&self) -> bool {
+        !matches!(self.arch.as_str(), "olmo2" | "exaone4")
+    }
+    fn layer_norm(&self) -> bool {
+        matches!(self.arch.as_str(), "gptneox" | "phi2" | "cohere2")
+    }
+    /// Attention and feed-forward both read the block's input.
+    fn parallel(&self) -> bool {
+        matches!(self.arch.as_str(), "gptneox" | "phi2" | "cohere2")
+    }
+    /// Granite's multipliers (embedding, attention, residual, logit divisor), as `SyntheticModel` writes them.
+    fn granite(&self) -> Option<(f64, f64, f64, f64)> {
+        (self.arch == "granite").then_some((12.0, 0.0078125, 0.22f32 as f64, 8.0))
+    }
+
+    /// The block norm `{name}`: LayerNorm (with its bias where the file has one) or RMSNorm.
+    fn norm(&self, x: &[f64], name: &str) -> Vec<f64> {
+        let w = self.t(&format!("{name}.weight"));
+        if !self.layer_norm() {
+            return Self::rms(x, &w);
+        }
+        let n = x.len() as f64;
+        let mean = x.iter().sum::<f64>() / n;
+        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let b = if self.has(&format!("{name}.bias")) {
+            self.t(&format!("{name}.bias"))
+        } else {
+            vec![0.0; x.len()]
+        };
+        let inv = 1.0 / (var + 1e-6f32 as f64).sqrt();
+        x.iter()
+            .zip(w.iter().zip(&b))
+            .map(|(v, (g, b))| (v - mean) * inv * g + b)
+            .collect()
     }
 
     /// `W x` for a GGUF matrix stored as `[in, out]` (row `o` of W is `w[o*in..(o+1)*in]`).
@@ -118,13 +164,17 @@ impl Naive {
         x.iter().zip(w).map(|(v, g)| v * inv * g).collect()
     }
 
-    /// Layer-specific (base, window) by the architecture's rules.
-    fn layer_geometry(&self, l: usize) -> (f64, Option<usize>) {
+    /// Layer-specific (base, window, whether it rotates) by the architecture's rules.
+    fn layer_geometry(&self, l: usize) -> (f64, Option<usize>, bool) {
+        let fourth = (l + 1).is_multiple_of(4);
         match self.arch.as_str() {
-            "gemma3" if !(l + 1).is_multiple_of(6) => (10_000.0, self.window),
-            "gemma3" => (self.base, None),
-            "gemma2" if l % 2 == 1 => (self.base, None),
-            _ => (self.base, self.window),
+            "gemma3" if !(l + 1).is_multiple_of(6) => (10_000.0, self.window, true),
+            "gemma3" => (self.base, None, true),
+            "gemma2" if l % 2 == 1 => (self.base, None, true),
+            "smollm3" => (self.base, None, !fourth),
+            "olmo2" => (self.base, self.window.filter(|_| !fourth), true),
+            "exaone4" | "cohere2" if fourth => (self.base, None, false),
+            _ => (self.base, self.window, true),
         }
     }
 
@@ -132,7 +182,11 @@ impl Naive {
         let half = self.rot / 2;
         for i in 0..half {
             let theta = pos as f64 / base.powf(2.0 * i as f64 / self.rot as f64);
-            let (a, b) = if self.arch == "llama" || self.arch == "mistral" {
+            let adjacent = matches!(
+                self.arch.as_str(),
+                "llama" | "mistral" | "smollm3" | "granite" | "cohere2"
+            );
+            let (a, b) = if adjacent {
                 (2 * i, 2 * i + 1)
             } else {
                 (i, i + half)
@@ -147,7 +201,11 @@ impl Naive {
     fn forward(&self, ids: &[u32]) -> (Vec<Vec<f64>>, Probs) {
         let (d, hd, t) = (self.d, self.hd, ids.len());
         let emb = self.t("token_embd.weight");
-        let scale_emb = if self.gemma() { (d as f64).sqrt() } else { 1.0 };
+        let scale_emb = match self.granite() {
+            Some((e, ..)) => e,
+            None if self.gemma() => (d as f64).sqrt(),
+            None => 1.0,
+        };
         let mut x: Vec<Vec<f64>> = ids
             .iter()
             .map(|&i| {
@@ -160,10 +218,13 @@ impl Naive {
         let mut all_probs = Vec::new();
         for l in 0..self.n_layers {
             let n = |s: &str| format!("blk.{l}.{s}");
-            let (base, window) = self.layer_geometry(l);
+            let (base, window, rotates) = self.layer_geometry(l);
             let hx: Vec<Vec<f64>> = x
                 .iter()
-                .map(|r| Self::rms(r, &self.t(&n("attn_norm.weight"))))
+                .map(|r| match self.pre_norms() {
+                    true => self.norm(r, &n("attn_norm")),
+                    false => r.clone(),
+                })
                 .collect();
             let (wq, wk, wv) = if self.has(&n("attn_qkv.weight")) {
                 let f = self.t(&n("attn_qkv.weight"));
@@ -176,11 +237,28 @@ impl Naive {
                     self.t(&n("attn_v.weight")),
                 )
             };
+            // Biases, of the separate projections or of the fused one, split like its rows.
+            let qkv_bias = |part: usize| -> Option<Vec<f64>> {
+                let b = self.t(&n("attn_qkv.bias"));
+                let (q, k) = (self.h * hd, self.hkv * hd);
+                Some(match part {
+                    0 => b[..q].to_vec(),
+                    1 => b[q..q + k].to_vec(),
+                    _ => b[q + k..].to_vec(),
+                })
+            };
             let bias = |s: &str, v: Vec<f64>| -> Vec<f64> {
-                if self.has(&n(s)) {
-                    v.iter().zip(self.t(&n(s))).map(|(a, b)| a + b).collect()
-                } else {
-                    v
+                let fused_part = ["attn_q.bias", "attn_k.bias", "attn_v.bias"]
+                    .iter()
+                    .position(|p| *p == s)
+                    .filter(|_| self.has(&n("attn_qkv.bias")));
+                let b = match fused_part {
+                    Some(part) => qkv_bias(part),
+                    None => self.has(&n(s)).then(|| self.t(&n(s))),
+                };
+                match b {
+                    Some(b) => v.iter().zip(b).map(|(a, b)| a + b).collect(),
+                    None => v,
                 }
             };
             let mut q: Vec<Vec<f64>> = hx
@@ -197,17 +275,26 @@ impl Naive {
                 .collect();
             for (pos, (qr, kr)) in q.iter_mut().zip(k.iter_mut()).enumerate() {
                 for (m, norm) in [(qr, "attn_q_norm.weight"), (kr, "attn_k_norm.weight")] {
-                    for head in m.chunks_mut(hd) {
-                        if self.has(&n(norm)) {
-                            let normed = Self::rms(head, &self.t(&n(norm)));
-                            head.copy_from_slice(&normed);
+                    // QK-norm over each head (gains of head_dim) or over the whole projection (OLMo 2).
+                    if self.has(&n(norm)) {
+                        let gains = self.t(&n(norm));
+                        for seg in m.chunks_mut(gains.len()) {
+                            let normed = Self::rms(seg, &gains);
+                            seg.copy_from_slice(&normed);
                         }
-                        self.rope(head, pos, base);
+                    }
+                    for head in m.chunks_mut(hd) {
+                        if rotates {
+                            self.rope(head, pos, base);
+                        }
                     }
                 }
             }
             // Every Gemma 2/3 size but the 27B models has query_pre_attn_scalar = head_dim.
-            let scale = 1.0 / (hd as f64).sqrt();
+            let scale = match self.granite() {
+                Some((_, a, ..)) => a,
+                None => 1.0 / (hd as f64).sqrt(),
+            };
             let mut heads_out = vec![vec![0.0; self.h * hd]; t];
             let mut layer_probs = Vec::new();
             for head in 0..self.h {
@@ -241,43 +328,84 @@ impl Naive {
             }
             all_probs.push(layer_probs);
             let wo = self.t(&n("attn_output.weight"));
+            let add_bias = |v: Vec<f64>, s: &str| -> Vec<f64> {
+                if self.has(&n(s)) {
+                    v.iter().zip(self.t(&n(s))).map(|(a, b)| a + b).collect()
+                } else {
+                    v
+                }
+            };
+            let residual = self.granite().map_or(1.0, |(_, _, r, _)| r);
             for i in 0..t {
-                let mut o = Self::matvec(&wo, &heads_out[i]);
+                let mut o = add_bias(Self::matvec(&wo, &heads_out[i]), "attn_output.bias");
                 if self.post_norms() {
                     o = Self::rms(&o, &self.t(&n("post_attention_norm.weight")));
                 }
-                x[i].iter_mut().zip(&o).for_each(|(a, b)| *a += b);
-                let hn = Self::rms(&x[i], &self.t(&n("ffn_norm.weight")));
-                let (gate, up) = if self.has(&n("ffn_gate.weight")) {
-                    (
-                        Self::matvec(&self.t(&n("ffn_gate.weight")), &hn),
-                        Self::matvec(&self.t(&n("ffn_up.weight")), &hn),
-                    )
+                o.iter_mut().for_each(|v| *v *= residual);
+                let hn = if self.parallel() {
+                    // The feed-forward block reads the block's input, through its own norm (GPT-NeoX) or the
+                    // attention's (Phi-2, Cohere).
+                    match self.has(&n("ffn_norm.weight")) {
+                        true => self.norm(&x[i], &n("ffn_norm")),
+                        false => hx[i].clone(),
+                    }
                 } else {
-                    let both = Self::matvec(&self.t(&n("ffn_up.weight")), &hn);
-                    (both[..self.ff].to_vec(), both[self.ff..].to_vec())
+                    x[i].iter_mut().zip(&o).for_each(|(a, b)| *a += b);
+                    match self.pre_norms() {
+                        true => self.norm(&x[i], &n("ffn_norm")),
+                        false => x[i].clone(),
+                    }
                 };
-                let act: Vec<f64> = gate
-                    .iter()
-                    .zip(&up)
-                    .map(|(&g, &u)| {
-                        let a = if self.gemma() {
-                            0.5 * g
-                                * (1.0
-                                    + ((2.0 / std::f64::consts::PI).sqrt()
-                                        * (g + 0.044715 * g.powi(3)))
-                                    .tanh())
+                let up = add_bias(
+                    Self::matvec(&self.t(&n("ffn_up.weight")), &hn),
+                    "ffn_up.bias",
+                );
+                let gelu_tanh = |g: f64| {
+                    0.5 * g
+                        * (1.0
+                            + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g.powi(3)))
+                                .tanh())
+                };
+                let act: Vec<f64> = match self.arch.as_str() {
+                    "gptneox" => up
+                        .iter()
+                        .map(|&g| 0.5 * g * (1.0 + libm::erf(g / std::f64::consts::SQRT_2)))
+                        .collect(),
+                    "phi2" => up.iter().map(|&g| gelu_tanh(g)).collect(),
+                    _ => {
+                        let (gate, up) = if self.has(&n("ffn_gate.weight")) {
+                            (Self::matvec(&self.t(&n("ffn_gate.weight")), &hn), up)
                         } else {
-                            g / (1.0 + (-g).exp())
+                            (up[..self.ff].to_vec(), up[self.ff..].to_vec())
                         };
-                        a * u
-                    })
-                    .collect();
-                let mut f = Self::matvec(&self.t(&n("ffn_down.weight")), &act);
+                        gate.iter()
+                            .zip(&up)
+                            .map(|(&g, &u)| {
+                                let a = if self.gemma() {
+                                    gelu_tanh(g)
+                                } else {
+                                    g / (1.0 + (-g).exp())
+                                };
+                                a * u
+                            })
+                            .collect()
+                    }
+                };
+                let mut f = add_bias(
+                    Self::matvec(&self.t(&n("ffn_down.weight")), &act),
+                    "ffn_down.bias",
+                );
                 if self.post_norms() {
                     f = Self::rms(&f, &self.t(&n("post_ffw_norm.weight")));
                 }
-                x[i].iter_mut().zip(&f).for_each(|(a, b)| *a += b);
+                f.iter_mut().for_each(|v| *v *= residual);
+                if self.parallel() {
+                    x[i].iter_mut()
+                        .zip(o.iter().zip(&f))
+                        .for_each(|(a, (o, f))| *a += o + f);
+                } else {
+                    x[i].iter_mut().zip(&f).for_each(|(a, b)| *a += b);
+                }
             }
         }
         let out_w = if self.has("output.weight") {
@@ -285,11 +413,20 @@ impl Naive {
         } else {
             emb
         };
-        let norm = self.t("output_norm.weight");
+        let out_b = self.has("output.bias").then(|| self.t("output.bias"));
         let logits = x
             .iter()
             .map(|r| {
-                let l = Self::matvec(&out_w, &Self::rms(r, &norm));
+                let mut l = Self::matvec(&out_w, &self.norm(r, "output_norm"));
+                if let Some(b) = &out_b {
+                    l.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+                }
+                if let Some((.., divisor)) = self.granite() {
+                    l.iter_mut().for_each(|v| *v /= divisor);
+                }
+                if self.arch == "cohere2" {
+                    l.iter_mut().for_each(|v| *v *= 0.25);
+                }
                 match self.softcaps {
                     Some((_, cap)) => l.iter().map(|v| cap * (v / cap).tanh()).collect(),
                     None => l,

@@ -170,6 +170,12 @@ fn every_rule_refuses_a_file_breaking_it_alone() {
             "inf is not a finite positive number",
         ),
         (
+            "gptneox",
+            "gptneox.attention.layer_norm_epsilon",
+            Value::F32(-1.0),
+            "-1 is not a finite positive number",
+        ),
+        (
             "gemma2",
             "gemma2.attn_logit_softcapping",
             Value::F32(f32::NAN),

@@ -107,7 +107,7 @@ pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::config::{LayerConfig, LayerRope};
+    use crate::model::config::{FeedForward, LayerConfig, LayerRope, Norm, Residual};
     use crate::rope::Pairing;
 
     /// A configuration with the sizes of a released model.
@@ -142,6 +142,11 @@ mod tests {
             final_softcap: None,
             embed_scale: None,
             activation: Activation::Silu,
+            norm: Norm::Rms,
+            residual: Residual::Sequential,
+            feed_forward: FeedForward::Gated,
+            residual_scale: None,
+            logit_scale: None,
             qk_norm: QkNorm::None,
             pre_norms: true,
             post_norms: false,

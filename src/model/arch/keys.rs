@@ -146,6 +146,59 @@ fn extra(arch: &str) -> Option<Extra> {
             block_tensors: QK_AND_POST_NORMS,
             unused_block_tensors: &["attn_norm.weight", "ffn_norm.weight"],
         },
+        "exaone4" => Extra {
+            keys: &[
+                "attention.sliding_window",
+                "attention.sliding_window_pattern",
+                "rope.freq_base_swa",
+            ],
+            tensors: &["rope_freqs.weight"],
+            block_tensors: QK_AND_POST_NORMS,
+            unused_block_tensors: &["attn_norm.weight", "ffn_norm.weight"],
+        },
+        "cohere2" => Extra {
+            keys: &[
+                "attention.layer_norm_epsilon",
+                "attention.sliding_window",
+                "attention.sliding_window_pattern",
+                "rope.freq_base_swa",
+                "logit_scale",
+            ],
+            tensors: none,
+            block_tensors: none,
+            unused_block_tensors: &["ffn_norm.weight"],
+        },
+        "gptneox" => Extra {
+            keys: &["attention.layer_norm_epsilon", "use_parallel_residual"],
+            tensors: &["output_norm.bias"],
+            block_tensors: &[
+                "attn_norm.bias",
+                "attn_qkv.bias",
+                "attn_output.bias",
+                "ffn_norm.bias",
+                "ffn_up.bias",
+                "ffn_down.bias",
+            ],
+            unused_block_tensors: &["ffn_gate.weight"],
+        },
+        "phi2" => Extra {
+            keys: &["attention.layer_norm_epsilon"],
+            tensors: &["output_norm.bias", "output.bias"],
+            block_tensors: &[
+                "attn_norm.bias",
+                "attn_qkv.bias",
+                "attn_output.bias",
+                "ffn_up.bias",
+                "ffn_down.bias",
+            ],
+            unused_block_tensors: &["ffn_gate.weight", "ffn_norm.weight"],
+        },
+        "granite" => Extra {
+            keys: &["embedding_scale", "residual_scale", "logit_scale", "attention.scale"],
+            tensors: none,
+            block_tensors: none,
+            unused_block_tensors: none,
+        },
         _ => return None,
     })
 }

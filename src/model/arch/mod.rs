@@ -1,17 +1,24 @@
 //! Architecture conventions: how each supported `general.architecture` maps GGUF metadata to a
 //! [`ModelConfig`]. The forward pass itself is shared by all of them.
 
+mod cohere2;
+mod exaone4;
 pub mod gemma;
+mod gptneox;
+mod granite;
 pub mod keys;
 mod llama;
 mod olmo2;
+mod phi2;
 mod phi3;
 mod qwen;
 pub mod rope;
 mod smollm3;
 pub mod validate;
 
-use super::config::{Activation, LayerConfig, LayerRope, ModelConfig, QkNorm};
+use super::config::{
+    Activation, FeedForward, LayerConfig, LayerRope, ModelConfig, Norm, QkNorm, Residual,
+};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Hparams};
 use crate::rope::Pairing;
@@ -19,27 +26,55 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2",
 ];
 
-/// What the engine assumes for an architecture where the file states nothing: llama.cpp's loader makes the same
-/// assumption, and the converter writes no key for it. `inspect` prints these; the README's architecture table
-/// lists them.
+/// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
+const LAYER_NORM: &[&str] = &["gptneox", "phi2", "cohere2"];
+
+/// Architectures whose feed-forward block is plain, `down(act(up(x)))`; the others gate it (in one fused
+/// `ffn_up.weight` where a block has no `ffn_gate.weight`: Phi-3).
+pub const PLAIN_FEED_FORWARD: &[&str] = &["gptneox", "phi2"];
+
+/// What the engine assumes for an architecture where the file states nothing (the converter writes no key for
+/// it), each saying what llama.cpp's loader does where it differs. `inspect` prints these; the architecture table
+/// (`docs/architectures.md`) lists them.
 pub fn assumptions(arch: &str) -> &'static [&'static str] {
     match arch {
         "gemma2" => &[
-            "query_pre_attn_scalar is n_embd / n_heads on a 46-layer model (Gemma 2 27B), else the head dimension",
-            "layers 0, 2, 4, ... use the sliding window, odd layers are global",
+            "query_pre_attn_scalar is n_embd / n_heads on a 46-layer model (Gemma 2 27B), else the head dimension \
+             (as llama.cpp)",
+            "layers 0, 2, 4, ... use the sliding window, odd layers are global (as llama.cpp)",
         ],
         "gemma3" => &[
-            "query_pre_attn_scalar is n_embd / n_heads on a 62-layer model (Gemma 3 27B), else the head dimension",
-            "without attention.sliding_window_pattern, every 6th layer is global and the others slide",
-            "sliding layers use rope.freq_base_swa (10000 when absent) and no scaling",
+            "query_pre_attn_scalar is n_embd / n_heads on a 62-layer model (Gemma 3 27B), else the head dimension \
+             (as llama.cpp)",
+            "without attention.sliding_window_pattern, every 6th layer is global and the others slide (as \
+             llama.cpp)",
+            "sliding layers use rope.freq_base_swa (10000 when absent) and no scaling (as llama.cpp)",
         ],
-        "smollm3" => &["every 4th layer (3, 7, 11, ...) is a NoPE layer: no rotation"],
+        "smollm3" => &["every 4th layer (3, 7, 11, ...) is a NoPE layer: no rotation (as llama.cpp's loader)"],
+        "gptneox" => &[
+            "the feed-forward activation is GELU with the error function (HF's `gelu` of every Pythia and \
+             GPT-NeoX release; llama.cpp computes its tanh approximation instead)",
+        ],
+        "phi2" => &[
+            "the feed-forward activation is GELU's tanh approximation (HF's `gelu_new` of Phi-2, as llama.cpp)",
+        ],
         "olmo2" => &[
             "with attention.sliding_window and no attention.sliding_window_pattern, every 4th layer is global and \
-             the others slide",
-            "sliding layers use rope.freq_base_swa (the global base when absent) and no scaling",
+             the others slide (as llama.cpp's loader)",
+            "sliding layers use rope.freq_base_swa (the global base when absent) and no scaling (as llama.cpp)",
+        ],
+        "exaone4" => &[
+            "with attention.sliding_window and no attention.sliding_window_pattern, every 4th layer is global and \
+             the others slide (as llama.cpp's loader)",
+            "the global layers of a file with a window are NoPE layers, as in HF; llama.cpp applies the window \
+             and the NoPE layers to a 64-layer file only (EXAONE 4.0 32B) and rotates every layer of any other",
+        ],
+        "cohere2" => &[
+            "without attention.sliding_window_pattern, every 4th layer is global (and a NoPE layer) and the \
+             others slide (as llama.cpp's loader; the converter writes no pattern)",
         ],
         _ => &[],
     }
@@ -68,6 +103,11 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "gemma3" => gemma::config_gemma3,
         "smollm3" => |c, _| Ok(smollm3::config(c)),
         "olmo2" => olmo2::config,
+        "gptneox" => gptneox::config,
+        "phi2" => |c, _| Ok(phi2::config(c)),
+        "granite" => |c, h| Ok(granite::config(c, h)),
+        "exaone4" => exaone4::config,
+        "cohere2" => cohere2::config,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -91,9 +131,12 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     let n_ff = h
         .n_ff
         .ok_or_else(|| Error::MissingKey(format!("{arch}.feed_forward_length")))?;
-    let norm_eps = h
-        .rms_eps
-        .ok_or_else(|| Error::MissingKey(format!("{arch}.attention.layer_norm_rms_epsilon")))?;
+    let layer_norm = LAYER_NORM.contains(&arch.as_str());
+    let (norm, eps, eps_key) = match layer_norm {
+        true => (Norm::Layer, h.norm_eps, "layer_norm_epsilon"),
+        false => (Norm::Rms, h.rms_eps, "layer_norm_rms_epsilon"),
+    };
+    let norm_eps = eps.ok_or_else(|| Error::MissingKey(format!("{arch}.attention.{eps_key}")))?;
     let vocab_size = match h.vocab_size {
         Some(v) => v,
         None => file
@@ -137,6 +180,14 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         final_softcap: None,
         embed_scale: None,
         activation: Activation::Silu,
+        norm,
+        residual: Residual::Sequential,
+        feed_forward: match PLAIN_FEED_FORWARD.contains(&arch.as_str()) {
+            true => FeedForward::Plain,
+            false => FeedForward::Gated,
+        },
+        residual_scale: None,
+        logit_scale: None,
         qk_norm: QkNorm::None,
         pre_norms: true,
         post_norms: false,

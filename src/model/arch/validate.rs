@@ -22,12 +22,13 @@ pub struct Rule {
     check: fn(&Hparams, &GgufFile) -> Option<String>,
 }
 
-/// Architectures that may rotate part of the head (Phi-3's `partial_rotary_factor`): the only family here whose
-/// HF attention splits each head into rotated and passed-through dimensions. Every other family rotates whole
+/// Architectures that may rotate part of the head (Phi-3's and Phi-2's `partial_rotary_factor`, GPT-NeoX's
+/// `rotary_pct`): the families here whose HF attention splits each head into rotated and passed-through
+/// dimensions. Every other family rotates whole
 /// heads (llama.cpp requires it of `llama` as `invalid n_rot`; HF's Llama, Mistral, Qwen and Gemma attention
 /// multiplies the whole head by the cosines), so a file stating fewer rotated dimensions describes no model of
 /// that family.
-pub const PARTIAL_ROTATION: &[&str] = &["phi3"];
+pub const PARTIAL_ROTATION: &[&str] = &["phi3", "gptneox", "phi2"];
 
 /// Distinct block indices among the file's `blk.{i}.*` tensors.
 fn block_indices(file: &GgufFile) -> Vec<usize> {
@@ -185,17 +186,19 @@ pub const RULES: &[Rule] = &[
     Rule {
         key: "feed_forward_length",
         requires: "at least 1, the rows of every block's `ffn_gate.weight` and `ffn_up.weight` (twice it for a \
-                   fused `ffn_up.weight` without `ffn_gate.weight`) and the columns of every `ffn_down.weight`",
+                   fused `ffn_up.weight` without `ffn_gate.weight` in a gated block) and the columns of every \
+                   `ffn_down.weight`",
         check: |h, f| {
             let n = h.n_ff?;
             let in_blocks = |part, axis, want, from| {
                 block_size_mismatch(f, h.n_layers, part, axis, want, from)
             };
-            // A block without `ffn_gate.weight` holds gate and up in one `ffn_up.weight` (Phi-3).
+            // A gated block without `ffn_gate.weight` holds gate and up in one `ffn_up.weight` (Phi-3).
+            let plain = super::PLAIN_FEED_FORWARD.contains(&h.architecture.as_str());
             let up_rows = |i: usize| {
                 let name = format!("blk.{i}.ffn_up.weight");
                 let rows = f.tensor(&name).ok()?.dims.get(1).copied().unwrap_or(1);
-                let fused = f.tensor(&format!("blk.{i}.ffn_gate.weight")).is_err();
+                let fused = !plain && f.tensor(&format!("blk.{i}.ffn_gate.weight")).is_err();
                 let want = if fused { n.checked_mul(2) } else { Some(n) };
                 (want.map(|w| w as u64) != Some(rows)).then(|| {
                     let twice = if fused { "2 × " } else { "" };
@@ -308,6 +311,11 @@ pub const RULES: &[Rule] = &[
         key: "attention.layer_norm_rms_epsilon",
         requires: "finite and positive",
         check: |h, _| positive_real(h.rms_eps),
+    },
+    Rule {
+        key: "attention.layer_norm_epsilon",
+        requires: "finite and positive",
+        check: |h, _| positive_real(h.norm_eps),
     },
     Rule {
         key: "attn_logit_softcapping",
