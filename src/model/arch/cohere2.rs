@@ -21,14 +21,11 @@ pub fn config(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     c.residual = Residual::ParallelSharedNorm;
     c.logit_scale = h.logit_scale.map(LogitScale::Multiply);
     let sliding = super::sliding_layers(h, |i| (i + 1) % COHERE2_GLOBAL_EVERY != 0)?;
-    let sliding_base = h.rope_base_swa.unwrap_or(h.rope_base);
-    for (layer, slides) in c.layers.iter_mut().zip(sliding) {
-        if slides {
-            layer.rope.base = sliding_base;
-        } else {
-            layer.window = None;
-            layer.rope = layer.rope.clone().nope();
-        }
-    }
+    let hybrid = super::Hybrid {
+        sliding_base: h.rope_base_swa.unwrap_or(h.rope_base),
+        sliding_scaled: true,
+        global_nope: true,
+    };
+    super::apply_hybrid(&mut c, &sliding, hybrid);
     Ok(c)
 }

@@ -24,14 +24,11 @@ pub fn config(mut c: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
         return Ok(c);
     }
     let sliding = super::sliding_layers(h, |i| (i + 1) % EXAONE4_GLOBAL_EVERY != 0)?;
-    let sliding_base = h.rope_base_swa.unwrap_or(h.rope_base);
-    for (layer, slides) in c.layers.iter_mut().zip(sliding) {
-        if slides {
-            layer.rope.base = sliding_base;
-        } else {
-            layer.window = None;
-            layer.rope = layer.rope.clone().nope();
-        }
-    }
+    let hybrid = super::Hybrid {
+        sliding_base: h.rope_base_swa.unwrap_or(h.rope_base),
+        sliding_scaled: true,
+        global_nope: true,
+    };
+    super::apply_hybrid(&mut c, &sliding, hybrid);
     Ok(c)
 }

@@ -24,7 +24,6 @@ use super::super::config::ModelConfig;
 use crate::error::Result;
 use crate::gguf::Hparams;
 use crate::model::config::{Activation, QkNorm};
-use crate::rope::Scaling;
 
 /// Gemma 3: every [`GEMMA3_GLOBAL_EVERY`]-th layer (5, 11, 17, ...) is global, unless the file states the
 /// pattern (all sizes).
@@ -75,15 +74,12 @@ pub fn config_gemma3(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     c.post_norms = true;
     c.final_softcap = h.final_softcap;
     let local = super::sliding_layers(h, |i| (i + 1) % GEMMA3_GLOBAL_EVERY != 0)?;
-    let local_base = h.rope_base_swa.unwrap_or(GEMMA3_LOCAL_ROPE_BASE);
-    for (layer, is_local) in c.layers.iter_mut().zip(local) {
-        if is_local {
-            layer.rope.base = local_base;
-            layer.rope.scaling = Scaling::None;
-        } else {
-            layer.window = None;
-        }
-    }
+    let hybrid = super::Hybrid {
+        sliding_base: h.rope_base_swa.unwrap_or(GEMMA3_LOCAL_ROPE_BASE),
+        sliding_scaled: false,
+        global_nope: false,
+    };
+    super::apply_hybrid(&mut c, &local, hybrid);
     Ok(c)
 }
 
@@ -96,11 +92,12 @@ pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     c.attn_softcap = Some(h.attn_softcap.unwrap_or(GEMMA2_ATTN_SOFTCAP));
     c.final_softcap = Some(h.final_softcap.unwrap_or(GEMMA2_FINAL_SOFTCAP));
     let local = super::sliding_layers(h, |i| i % 2 == 0)?;
-    for (layer, is_local) in c.layers.iter_mut().zip(local) {
-        if !is_local {
-            layer.window = None;
-        }
-    }
+    let hybrid = super::Hybrid {
+        sliding_base: h.rope_base,
+        sliding_scaled: true,
+        global_nope: false,
+    };
+    super::apply_hybrid(&mut c, &local, hybrid);
     Ok(c)
 }
 
@@ -108,7 +105,7 @@ pub fn config_gemma2(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
 mod tests {
     use super::*;
     use crate::model::config::{FeedForward, LayerConfig, LayerRope, Norm, Residual};
-    use crate::rope::Pairing;
+    use crate::rope::{Pairing, Scaling};
 
     /// A configuration with the sizes of a released model.
     fn sized(n_layers: usize, n_embd: usize, n_heads: usize, head_dim: usize) -> ModelConfig {

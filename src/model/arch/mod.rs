@@ -203,6 +203,31 @@ fn with_pairing(mut c: ModelConfig, pairing: Pairing) -> ModelConfig {
     c
 }
 
+/// How the two layer kinds of a hybrid model rotate: the sliding layers with `sliding_base`, unscaled unless
+/// `sliding_scaled`; the global layers with the file's RoPE, or not at all (`global_nope`).
+struct Hybrid {
+    sliding_base: f64,
+    sliding_scaled: bool,
+    global_nope: bool,
+}
+
+/// Makes the layers `sliding` marks sliding-window layers and the others global ones, rotating as `hybrid` says.
+fn apply_hybrid(c: &mut ModelConfig, sliding: &[bool], hybrid: Hybrid) {
+    for (layer, &slides) in c.layers.iter_mut().zip(sliding) {
+        if slides {
+            layer.rope.base = hybrid.sliding_base;
+            if !hybrid.sliding_scaled {
+                layer.rope.scaling = crate::rope::Scaling::None;
+            }
+        } else {
+            layer.window = None;
+            if hybrid.global_nope {
+                layer.rope = layer.rope.clone().nope();
+            }
+        }
+    }
+}
+
 /// Which layers use the sliding window: the file's `attention.sliding_window_pattern` when present (one entry
 /// per layer), else `default`. A model with sliding layers must state its window.
 fn sliding_layers(h: &Hparams, default: impl Fn(usize) -> bool) -> Result<Vec<bool>> {

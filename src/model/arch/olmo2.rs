@@ -10,7 +10,6 @@
 use crate::error::Result;
 use crate::gguf::Hparams;
 use crate::model::config::{ModelConfig, QkNorm};
-use crate::rope::Scaling;
 
 /// OLMo 3: without a stated pattern, layers 3, 7, 11, ... are global and the others slide.
 pub const OLMO3_GLOBAL_EVERY: usize = 4;
@@ -25,14 +24,11 @@ pub fn config(mut c: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     } else {
         vec![false; c.n_layers]
     };
-    let sliding_base = h.rope_base_swa.unwrap_or(h.rope_base);
-    for (layer, slides) in c.layers.iter_mut().zip(sliding) {
-        if slides {
-            layer.rope.base = sliding_base;
-            layer.rope.scaling = Scaling::None;
-        } else {
-            layer.window = None;
-        }
-    }
+    let hybrid = super::Hybrid {
+        sliding_base: h.rope_base_swa.unwrap_or(h.rope_base),
+        sliding_scaled: false,
+        global_nope: false,
+    };
+    super::apply_hybrid(&mut c, &sliding, hybrid);
     Ok(c)
 }
