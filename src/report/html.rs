@@ -204,8 +204,16 @@ fn grid(out: &mut String, data: &ScanData) {
         let _ = write!(out, "<th>H{h}</th>");
     }
     out.push_str("</tr>\n");
+    let model = &data.meta.model;
     for l in 0..layers {
-        let _ = write!(out, "<tr><th>L{l}</th>");
+        // Rows say what kind of layer they are: NoPE layers rotate nothing, global layers of a model with
+        // sliding-window layers see every key.
+        let kind = match (model.is_nope(l), model.windows.get(l)) {
+            (true, _) => " NoPE",
+            (false, Some(None)) if model.windows.iter().any(Option::is_some) => " global",
+            _ => "",
+        };
+        let _ = write!(out, "<tr><th>L{l}{kind}</th>");
         for h in 0..heads {
             match data
                 .summary

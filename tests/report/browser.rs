@@ -207,3 +207,49 @@ fn page_of_a_smollm2_sized_scan_stays_within_budget() {
         heads
     );
 }
+
+/// A model with NoPE layers as a user sees it (SmolLM3 converted by llama.cpp's converter, layers 3 and 7 NoPE):
+/// the findings open with the RoPE layers against the NoPE layers, the grid names the NoPE rows, and a NoPE
+/// head's card draws its maps and says why it has no per-frequency figures.
+#[test]
+fn nope_layers_are_set_against_rope_layers_in_the_rendered_page() {
+    let Some(chromium) = chromium() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("scan");
+    let mut req = ropescope::scan::ScanRequest::new(ropescope_test_support::paths::fixture(
+        "converted/smollm3/model.gguf",
+    ));
+    req.count = Some(1);
+    req.params.prompt_length = 64;
+    req.params.delta_max = 8;
+    req.command = [
+        "ropescope",
+        "scan",
+        "smollm3",
+        "--count",
+        "1",
+        "--length",
+        "64",
+    ]
+    .map(String::from)
+    .to_vec();
+    let summary = ropescope::scan::run(&req, &out, &ropescope::scan::NoProgress).unwrap();
+    let page = summary.report.unwrap();
+    let dom = dump_dom(
+        &chromium,
+        &work.path().join("profile"),
+        &file_url(&page, Some("L3H0")),
+    );
+    assert!(
+        dom.contains("<table id=\"rope-nope\">"),
+        "RoPE/NoPE table missing"
+    );
+    assert!(dom.contains("<tr data-group=\"nope\"><td>NoPE</td><td>3, 7</td>"));
+    assert!(dom.contains("<th>L3 NoPE</th>") && dom.contains("<th>L7 NoPE</th>"));
+    let opened = card(&dom, "L3H0");
+    assert!(
+        opened.contains("<figure id=\"L3H0_attention_natural\"><svg"),
+        "the NoPE head's map not drawn"
+    );
+    assert!(opened.contains("layer 3 is a NoPE layer: nothing rotates"));
+}
