@@ -8,7 +8,7 @@
 use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
 use crate::model::config::{
-    Activation, FeedForward, LayerRope, LogitScale, ModelConfig, Norm, QkNorm, Residual,
+    Activation, FeedForward, LayerRope, LogitScale, ModelConfig, Moe, Norm, QkNorm, Residual,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -90,6 +90,8 @@ struct BlockReport {
     feed_forward: FeedForward,
     /// The feed-forward non-linearity.
     activation: Activation,
+    /// The mixture of experts in place of the feed-forward block, if any.
+    moe: Option<Moe>,
     /// Multiplier of the token embeddings.
     embedding_scale: Option<f64>,
     /// Multiplier of each block's output before the residual add.
@@ -111,6 +113,7 @@ impl BlockReport {
             residual: c.residual,
             feed_forward: c.feed_forward,
             activation: c.activation,
+            moe: c.moe,
             embedding_scale: c.embed_scale,
             residual_scale: c.residual_scale,
             logit_scale: c.logit_scale,
@@ -376,6 +379,19 @@ fn print_block(b: &BlockReport) {
         serde_name(&b.feed_forward),
         serde_name(&b.activation),
     );
+    if let Some(m) = &b.moe {
+        println!(
+            "experts         {} per layer, {} per token, each {} wide; chosen weights {}",
+            m.n_experts,
+            m.n_used,
+            m.n_ff,
+            if m.normalize {
+                "renormalised to sum 1"
+            } else {
+                "as the softmax gives them"
+            }
+        );
+    }
     let (logits_divided, logits_multiplied) = match b.logit_scale {
         Some(LogitScale::Divide(d)) => (Some(d), None),
         Some(LogitScale::Multiply(m)) => (None, Some(m)),

@@ -65,6 +65,12 @@ pub struct Hparams {
     pub logit_scale: Option<f64>,
     /// `{arch}.attention.scale` (the multiplier of `q·k` in place of `head_dim^-1/2`), when present.
     pub attention_scale: Option<f64>,
+    /// `{arch}.expert_count`: experts of a mixture-of-experts feed-forward block, when present.
+    pub n_experts: Option<usize>,
+    /// `{arch}.expert_used_count`: experts each token is routed to, when present.
+    pub n_experts_used: Option<usize>,
+    /// `{arch}.expert_feed_forward_length`: each expert's feed-forward width, when present.
+    pub n_ff_expert: Option<usize>,
 }
 
 /// The `{arch}.rope.scaling.*` keys of a file (llama.cpp's names), each checked to be finite and positive.
@@ -173,6 +179,9 @@ impl Hparams {
             residual_scale: file.get_positive_f64(&key("residual_scale"))?,
             logit_scale: file.get_positive_f64(&key("logit_scale"))?,
             attention_scale: file.get_positive_f64(&key("attention.scale"))?,
+            n_experts: file.get_count(&key("expert_count"))?,
+            n_experts_used: file.get_count(&key("expert_used_count"))?,
+            n_ff_expert: file.get_count(&key("expert_feed_forward_length"))?,
             architecture,
         })
     }

@@ -48,6 +48,21 @@ pub enum LogitScale {
     Multiply(f64),
 }
 
+/// A mixture-of-experts feed-forward block: a router scores every expert per token, the `n_used` best are run
+/// (each a SiLU-gated feed-forward block of width `n_ff`), and their outputs are summed weighted by the router's
+/// softmax probabilities, renormalised over the chosen experts when `normalize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Moe {
+    /// Experts per layer.
+    pub n_experts: usize,
+    /// Experts each token is routed to.
+    pub n_used: usize,
+    /// Each expert's feed-forward width.
+    pub n_ff: usize,
+    /// Whether the chosen experts' weights are renormalised to sum to 1.
+    pub normalize: bool,
+}
+
 /// The feed-forward block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -164,6 +179,8 @@ pub struct ModelConfig {
     pub residual: Residual,
     /// The feed-forward block.
     pub feed_forward: FeedForward,
+    /// The mixture of experts that replaces the feed-forward block of every layer, if the model has one.
+    pub moe: Option<Moe>,
     /// Multiplier of each block's output before it is added to the residual stream (Granite).
     pub residual_scale: Option<f64>,
     /// The scale of the output logits (Granite divides by its `logits_scaling`, Cohere multiplies by its

@@ -34,7 +34,7 @@ use matrix::WeightMatrix;
 use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
-use weights::{LayerWeights, NormWeights, Weights};
+use weights::{DenseFfn, Experts, FfnWeights, LayerWeights, NormWeights, Weights};
 
 /// A model ready to run in precision `T`.
 pub struct Model<T> {
@@ -394,27 +394,10 @@ impl<T: Real> Model<T> {
     /// The feed-forward block on `rows` normed rows `h`, through its post-norm and residual scale.
     fn feed_forward(&self, w: &LayerWeights<T>, h: &[T], rows: usize) -> Vec<T> {
         let c = &self.config;
-        let mut up = project(Step::ProjectUp, &w.w_up, h, rows, w.b_up.as_deref());
-        let hidden = match &w.w_gate {
-            Some(gate_w) => {
-                let mut gate = project(Step::ProjectGate, gate_w, h, rows, None);
-                time(Step::Activation, || {
-                    ops::gated(&mut gate, &up, c.activation)
-                });
-                gate
-            }
-            None => {
-                time(Step::Activation, || ops::activate(&mut up, c.activation));
-                up
-            }
+        let mut f = match &w.ffn {
+            FfnWeights::Dense(d) => self.dense_ffn(d, h, rows),
+            FfnWeights::Experts(e) => self.experts(e, h, rows),
         };
-        let mut f = project(
-            Step::ProjectDown,
-            &w.w_down,
-            &hidden,
-            rows,
-            w.b_down.as_deref(),
-        );
         if let Some(pn) = &w.post_ffn_norm {
             time(Step::Norm, || {
                 ops::rms_norm_segments(&mut f, pn, c.norm_eps)
@@ -422,6 +405,78 @@ impl<T: Real> Model<T> {
         }
         scale(&mut f, c.residual_scale);
         f
+    }
+
+    /// A dense feed-forward block: `down(act(gate(h)) · up(h))`, or `down(act(up(h)))` without a gate.
+    fn dense_ffn(&self, d: &DenseFfn<T>, h: &[T], rows: usize) -> Vec<T> {
+        let act = self.config.activation;
+        let mut up = project(Step::ProjectUp, &d.up, h, rows, d.b_up.as_deref());
+        let hidden = match &d.gate {
+            Some(gate_w) => {
+                let mut gate = project(Step::ProjectGate, gate_w, h, rows, None);
+                time(Step::Activation, || ops::gated(&mut gate, &up, act));
+                gate
+            }
+            None => {
+                time(Step::Activation, || ops::activate(&mut up, act));
+                up
+            }
+        };
+        project(
+            Step::ProjectDown,
+            &d.down,
+            &hidden,
+            rows,
+            d.b_down.as_deref(),
+        )
+    }
+
+    /// A mixture of experts, as HF's Qwen 3 MoE block computes it: each token's router logits through a softmax
+    /// (in f64), its `n_used` most probable experts (renormalised to sum 1 when the model says so); each expert
+    /// runs once on the rows routed to it, its output is weighted after the down projection and added in
+    /// ascending expert order, in f64.
+    fn experts(&self, e: &Experts, h: &[T], rows: usize) -> Vec<T> {
+        let c = &self.config;
+        let moe = c
+            .moe
+            .expect("a model with experts has a mixture-of-experts configuration");
+        let d = c.n_embd;
+        let logits = project(Step::ProjectGate, &e.router, h, rows, None);
+        let routes: Vec<Vec<(usize, f64)>> = logits
+            .chunks(moe.n_experts)
+            .map(|row| route(row, moe.n_used, moe.normalize))
+            .collect();
+        let mut out = vec![0.0f64; rows * d];
+        for expert in 0..moe.n_experts {
+            let picked: Vec<(usize, f64)> = (routes.iter().enumerate())
+                .filter_map(|(r, chosen)| {
+                    chosen
+                        .iter()
+                        .find(|(x, _)| *x == expert)
+                        .map(|&(_, w)| (r, w))
+                })
+                .collect();
+            if picked.is_empty() {
+                continue;
+            }
+            let n = picked.len();
+            let xs: Vec<T> = picked
+                .iter()
+                .flat_map(|&(r, _)| h[r * d..(r + 1) * d].iter().copied())
+                .collect();
+            let mut gate = project(Step::ProjectGate, &e.gate[expert], &xs, n, None);
+            let up = project(Step::ProjectUp, &e.up[expert], &xs, n, None);
+            time(Step::Activation, || {
+                ops::gated(&mut gate, &up, c.activation)
+            });
+            let y = project(Step::ProjectDown, &e.down[expert], &gate, n, None);
+            for (&(r, w), y) in picked.iter().zip(y.chunks(d)) {
+                for (o, &v) in out[r * d..(r + 1) * d].iter_mut().zip(y) {
+                    *o += v.to_f64_exact() * w;
+                }
+            }
+        }
+        out.into_iter().map(T::of_f64).collect()
     }
 
     /// Final norm, output head and soft-capping for `n` rows of the residual stream.
@@ -509,6 +564,28 @@ fn scale<T: Real>(x: &mut [T], by: Option<f64>) {
         let m = T::of_f64(m);
         x.par_iter_mut().for_each(|v| *v = *v * m);
     }
+}
+
+/// The experts a token is routed to and their weights: the softmax of its router logits in f64, the `k` most
+/// probable experts (the lower index first among equals), renormalised to sum 1 when `normalize`.
+fn route<T: Real>(logits: &[T], k: usize, normalize: bool) -> Vec<(usize, f64)> {
+    let max = logits
+        .iter()
+        .map(|v| v.to_f64_exact())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = logits
+        .iter()
+        .map(|v| (v.to_f64_exact() - max).exp())
+        .collect();
+    let sum: f64 = exps.iter().sum();
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    order.sort_by(|&a, &b| exps[b].total_cmp(&exps[a]).then(a.cmp(&b)));
+    let mut chosen: Vec<(usize, f64)> = order[..k].iter().map(|&i| (i, exps[i] / sum)).collect();
+    if normalize {
+        let total: f64 = chosen.iter().map(|(_, p)| p).sum();
+        chosen.iter_mut().for_each(|(_, p)| *p /= total);
+    }
+    chosen
 }
 
 /// `x += y`, element-wise.

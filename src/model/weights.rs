@@ -64,18 +64,47 @@ pub struct LayerWeights<T> {
     /// Norm before the feed-forward block (absent without pre-norms, and where the feed-forward block reads
     /// the attention's normed input: phi2).
     pub ffn_norm: Option<NormWeights<T>>,
+    /// The feed-forward block: dense, or a mixture of experts.
+    pub ffn: FfnWeights<T>,
+    /// RMSNorm after the feed-forward block (gemma2, gemma3, olmo2).
+    pub post_ffn_norm: Option<Vec<T>>,
+}
+
+/// A dense feed-forward block's weights. Matrices are `out × in`.
+#[derive(Clone, Debug)]
+pub struct DenseFfn<T> {
     /// Gate projection, `n_ff × n_embd` (absent in a plain feed-forward block).
-    pub w_gate: Option<WeightMatrix>,
+    pub gate: Option<WeightMatrix>,
     /// Up projection, `n_ff × n_embd`.
-    pub w_up: WeightMatrix,
+    pub up: WeightMatrix,
     /// Up projection bias.
     pub b_up: Option<Vec<T>>,
     /// Down projection, `n_embd × n_ff`.
-    pub w_down: WeightMatrix,
+    pub down: WeightMatrix,
     /// Down projection bias.
     pub b_down: Option<Vec<T>>,
-    /// RMSNorm after the feed-forward block (gemma2, gemma3, olmo2).
-    pub post_ffn_norm: Option<Vec<T>>,
+}
+
+/// A mixture of experts: the router and each expert's SiLU-gated feed-forward block.
+#[derive(Clone, Debug)]
+pub struct Experts {
+    /// Router, `n_experts × n_embd`: one logit per expert.
+    pub router: WeightMatrix,
+    /// Per expert, the gate projection `n_ff × n_embd`.
+    pub gate: Vec<WeightMatrix>,
+    /// Per expert, the up projection `n_ff × n_embd`.
+    pub up: Vec<WeightMatrix>,
+    /// Per expert, the down projection `n_embd × n_ff`.
+    pub down: Vec<WeightMatrix>,
+}
+
+/// A block's feed-forward weights.
+#[derive(Clone, Debug)]
+pub enum FfnWeights<T> {
+    /// One feed-forward block for every token.
+    Dense(DenseFfn<T>),
+    /// A mixture of experts.
+    Experts(Experts),
 }
 
 /// All weights of a model.
@@ -159,6 +188,19 @@ impl Loader<'_> {
         WeightMatrix::new(name, self.file.tensor_data(info), info.ty, out, inp)
     }
 
+    /// The `n` experts' `out × in` matrices of a 3-D tensor (ggml dims `[in, out, n]`: expert `e`'s rows follow
+    /// expert `e − 1`'s), left in the file's encoding.
+    fn experts(&self, name: &str, out: usize, inp: usize, n: usize) -> Result<Vec<WeightMatrix>> {
+        let info = self.checked(name, &[inp, out, n])?;
+        let rows = out.checked_mul(n).ok_or_else(|| Error::Shape {
+            tensor: name.into(),
+            found: info.dims.clone(),
+            expected: format!("[{inp}, {out}, {n}]"),
+        })?;
+        WeightMatrix::new(name, self.file.tensor_data(info), info.ty, rows, inp)?
+            .split_rows(&vec![out; n], name)
+    }
+
     /// A fused matrix of `inp` columns split into consecutive row groups of the given sizes.
     fn split(&self, name: &str, inp: usize, sizes: &[usize]) -> Result<Vec<WeightMatrix>> {
         self.matrix(name, sizes.iter().sum(), inp)?
@@ -198,19 +240,14 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             ),
         )
     };
-    let (w_gate, w_up) = match c.feed_forward {
-        FeedForward::Plain => (None, ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?),
-        FeedForward::Gated if ld.has(&n("ffn_gate.weight")) => (
-            Some(ld.matrix(&n("ffn_gate.weight"), c.n_ff, d)?),
-            ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?,
-        ),
-        FeedForward::Gated => {
-            let [gate, up]: [WeightMatrix; 2] = ld
-                .split(&n("ffn_up.weight"), d, &[c.n_ff, c.n_ff])?
-                .try_into()
-                .expect("two parts");
-            (Some(gate), up)
-        }
+    let ffn = match c.moe {
+        Some(moe) => FfnWeights::Experts(Experts {
+            router: ld.matrix(&n("ffn_gate_inp.weight"), moe.n_experts, d)?,
+            gate: ld.experts(&n("ffn_gate_exps.weight"), moe.n_ff, d, moe.n_experts)?,
+            up: ld.experts(&n("ffn_up_exps.weight"), moe.n_ff, d, moe.n_experts)?,
+            down: ld.experts(&n("ffn_down_exps.weight"), d, moe.n_ff, moe.n_experts)?,
+        }),
+        None => FfnWeights::Dense(dense_ffn(ld, c, i)?),
     };
     let qk_widths = match c.qk_norm {
         QkNorm::None => None,
@@ -251,12 +288,36 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         bo: ld.vector_opt(&n("attn_output.bias"), d)?,
         post_attn_norm: norm_if(c.post_norms, "post_attention_norm.weight")?,
         ffn_norm: block_norm(ffn_reads_own_norm, "ffn_norm")?,
-        w_gate,
-        w_up,
-        b_up: ld.vector_opt(&n("ffn_up.bias"), c.n_ff)?,
-        w_down: ld.matrix(&n("ffn_down.weight"), d, c.n_ff)?,
-        b_down: ld.vector_opt(&n("ffn_down.bias"), d)?,
+        ffn,
         post_ffn_norm: norm_if(c.post_norms, "post_ffw_norm.weight")?,
+    })
+}
+
+/// Block `i`'s dense feed-forward weights: gate and up apart, fused in one `ffn_up.weight` (Phi-3), or up alone
+/// (a plain block).
+fn dense_ffn<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<DenseFfn<T>> {
+    let n = |s: &str| format!("blk.{i}.{s}");
+    let d = c.n_embd;
+    let (gate, up) = match c.feed_forward {
+        FeedForward::Plain => (None, ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?),
+        FeedForward::Gated if ld.has(&n("ffn_gate.weight")) => (
+            Some(ld.matrix(&n("ffn_gate.weight"), c.n_ff, d)?),
+            ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?,
+        ),
+        FeedForward::Gated => {
+            let [gate, up]: [WeightMatrix; 2] = ld
+                .split(&n("ffn_up.weight"), d, &[c.n_ff, c.n_ff])?
+                .try_into()
+                .expect("two parts");
+            (Some(gate), up)
+        }
+    };
+    Ok(DenseFfn {
+        gate,
+        up,
+        b_up: ld.vector_opt(&n("ffn_up.bias"), c.n_ff)?,
+        down: ld.matrix(&n("ffn_down.weight"), d, c.n_ff)?,
+        b_down: ld.vector_opt(&n("ffn_down.bias"), d)?,
     })
 }
 

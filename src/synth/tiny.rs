@@ -7,6 +7,11 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use std::collections::BTreeMap;
 
+/// Experts per layer of a synthetic mixture-of-experts model.
+pub const SYNTH_EXPERTS: usize = 4;
+/// Experts each token of a synthetic mixture-of-experts model is routed to.
+pub const SYNTH_EXPERTS_USED: usize = 2;
+
 /// Shape and conventions of a synthetic model.
 #[derive(Clone, Debug)]
 pub struct SyntheticModel {
@@ -83,7 +88,15 @@ impl SyntheticModel {
         matches!(self.arch.as_str(), "phi2" | "cohere2")
     }
     fn has_qk_norm(&self) -> bool {
-        matches!(self.arch.as_str(), "qwen3" | "gemma3" | "olmo2" | "exaone4")
+        matches!(
+            self.arch.as_str(),
+            "qwen3" | "qwen3moe" | "gemma3" | "olmo2" | "exaone4"
+        )
+    }
+    /// The mixture of experts in place of the feed-forward block (Qwen 3 MoE): [`SYNTH_EXPERTS`] experts,
+    /// [`SYNTH_EXPERTS_USED`] per token, each `n_ff` wide.
+    fn has_experts(&self) -> bool {
+        self.arch == "qwen3moe"
     }
     /// Whether the QK-norm spans each token's whole projection (olmo2) rather than each head.
     fn qk_norm_per_projection(&self) -> bool {
@@ -156,7 +169,13 @@ impl SyntheticModel {
                     t.push((n("ffn_norm.bias"), vec![d], false));
                 }
             }
-            if self.layer_norm() {
+            if self.has_experts() {
+                let e = SYNTH_EXPERTS as u64;
+                t.push((n("ffn_gate_inp.weight"), vec![d, e], false));
+                t.push((n("ffn_gate_exps.weight"), vec![d, ff, e], false));
+                t.push((n("ffn_up_exps.weight"), vec![d, ff, e], false));
+                t.push((n("ffn_down_exps.weight"), vec![ff, d, e], false));
+            } else if self.layer_norm() {
                 t.push((n("ffn_up.weight"), vec![d, ff], false));
                 t.push((n("ffn_up.bias"), vec![ff], false));
             } else if self.arch == "phi3" {
@@ -165,7 +184,9 @@ impl SyntheticModel {
                 t.push((n("ffn_gate.weight"), vec![d, ff], false));
                 t.push((n("ffn_up.weight"), vec![d, ff], false));
             }
-            t.push((n("ffn_down.weight"), vec![ff, d], false));
+            if !self.has_experts() {
+                t.push((n("ffn_down.weight"), vec![ff, d], false));
+            }
             if self.layer_norm() {
                 t.push((n("ffn_down.bias"), vec![d], false));
             }
@@ -225,6 +246,11 @@ impl SyntheticModel {
         }
         if a == "gptneox" {
             m.push((format!("{a}.use_parallel_residual"), Value::Bool(true)));
+        }
+        if self.has_experts() {
+            m.push((format!("{a}.expert_count"), u(SYNTH_EXPERTS)));
+            m.push((format!("{a}.expert_used_count"), u(SYNTH_EXPERTS_USED)));
+            m.push((format!("{a}.expert_feed_forward_length"), u(self.n_ff)));
         }
         if a == "cohere2" {
             m.push((format!("{a}.logit_scale"), Value::F32(0.25)));

@@ -12,7 +12,7 @@ use ropescope_test_support::fidelity::{
     check_case_with, Case, F32Bars, F32_BARS, F64_ATTN_MAX_ABS, F64_LOGITS_REL_MAX_ABS,
 };
 use ropescope_test_support::paths;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn variant_dir(variant: &str) -> PathBuf {
     paths::fixture(&format!("converted/{variant}"))
@@ -65,6 +65,27 @@ fn cases_of(variant: &str) -> Vec<PathBuf> {
     cases.sort();
     assert!(!cases.is_empty(), "{variant}: no case");
     cases
+}
+
+/// Copies of `variant`'s case directories under `dir`: `file(name, from, to)` writes (or skips) each file.
+fn copied_cases(
+    variant: &str,
+    dir: &Path,
+    mut file: impl FnMut(&str, &Path, &Path),
+) -> Vec<PathBuf> {
+    cases_of(variant)
+        .iter()
+        .map(|case| {
+            let copy = dir.join(case.file_name().unwrap());
+            std::fs::create_dir(&copy).unwrap();
+            for entry in std::fs::read_dir(case).unwrap() {
+                let from = entry.unwrap().path();
+                let name = from.file_name().unwrap().to_string_lossy().into_owned();
+                file(&name, &from, &copy.join(&name));
+            }
+            copy
+        })
+        .collect()
 }
 
 /// Both precisions on every case of a converted variant, f32 with the bars `f32` except that the attention bar
@@ -224,40 +245,55 @@ fn exaone4_at_the_32b_layer_count() {
 #[test]
 fn cohere2_adjacent_pairs_nope_global_layers_and_parallel_blocks() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut copies = Vec::new();
-    for case in cases_of("cohere2") {
-        let copy = tmp.path().join(case.file_name().unwrap());
-        std::fs::create_dir(&copy).unwrap();
-        for entry in std::fs::read_dir(&case).unwrap() {
-            let from = entry.unwrap().path();
-            let name = from.file_name().unwrap().to_string_lossy().into_owned();
-            let to = copy.join(&name);
-            if name.starts_with('q') || name.starts_with('k') {
-                let a = Array::read(&from).unwrap();
-                let d = *a.shape.last().unwrap();
-                let half: Vec<f64> = a
-                    .to_f64()
-                    .chunks(d)
-                    .flat_map(|head| {
-                        let evens = head.iter().step_by(2);
-                        evens
-                            .chain(head.iter().skip(1).step_by(2))
-                            .copied()
-                            .collect::<Vec<_>>()
-                    })
-                    .collect();
-                ropescope::io::npy::write(&to, &a.shape, &half).unwrap();
-            } else {
-                std::fs::copy(&from, &to).unwrap();
-            }
+    let copies = copied_cases("cohere2", tmp.path(), |name, from, to| {
+        if !(name.starts_with('q') || name.starts_with('k')) {
+            std::fs::copy(from, to).unwrap();
+            return;
         }
-        copies.push(copy);
-    }
+        let a = Array::read(from).unwrap();
+        let d = *a.shape.last().unwrap();
+        let half: Vec<f64> = a
+            .to_f64()
+            .chunks(d)
+            .flat_map(|head| {
+                let evens = head.iter().step_by(2);
+                evens
+                    .chain(head.iter().skip(1).step_by(2))
+                    .copied()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        ropescope::io::npy::write(to, &a.shape, &half).unwrap();
+    });
     let bars = F32Bars {
         attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("cohere2")),
         ..F32_BARS
     };
     check_cases("cohere2", &copies, bars);
+}
+
+/// Qwen 3 MoE: 8 experts, 2 per token, the chosen weights renormalised; the router picks different experts for
+/// different tokens (the case's `router_ids_L{l}.npy`, which `reference` does not write: the comparison reads a
+/// copy of the case without them, after checking that they hold at least 4 distinct experts per layer).
+#[test]
+fn qwen3_moe_routes_tokens_to_their_top_two_experts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copied_cases("qwen3-moe", tmp.path(), |name, from, to| {
+        if name.starts_with("router_ids_") {
+            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
+            ids.sort_unstable();
+            ids.dedup();
+            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+        }
+        if !name.starts_with("router_") {
+            std::fs::copy(from, to).unwrap();
+        }
+    });
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("qwen3-moe")),
+        ..F32_BARS
+    };
+    check_cases("qwen3-moe", &copies, bars);
 }
 
 /// llama.cpp's converter writes Mistral as `llama` and drops its sliding window (16 here), so no reader of the

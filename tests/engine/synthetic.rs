@@ -17,9 +17,9 @@ const F64_LOGITS_REL: f64 = 1e-12;
 const F64_PROBS_ABS: f64 = 1e-13;
 const F32_LOGITS_NMSE: f64 = 1e-10;
 
-const ARCHS: [&str; 15] = [
+const ARCHS: [&str; 16] = [
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe",
 ];
 
 /// A synthetic model for `arch` exercising its special features: a sliding window shorter than the prompt
@@ -31,7 +31,7 @@ fn synth(arch: &str) -> SyntheticModel {
     let mut m = SyntheticModel::new(arch);
     if !matches!(
         arch,
-        "gemma" | "qwen2" | "qwen3" | "smollm3" | "gptneox" | "phi2" | "granite"
+        "gemma" | "qwen2" | "qwen3" | "qwen3moe" | "smollm3" | "gptneox" | "phi2" | "granite"
     ) {
         m.sliding_window = Some(5);
     }
@@ -162,6 +162,43 @@ impl Naive {
         let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
         let inv = 1.0 / (ms + 1e-6f32 as f64).sqrt();
         x.iter().zip(w).map(|(v, g)| v * inv * g).collect()
+    }
+
+    /// Qwen 3 MoE's feed-forward block on one normed row: the softmax of the router's logits, the 2 most probable
+    /// of the 4 experts with their probabilities renormalised, each expert's SiLU-gated block weighted after its
+    /// down projection, summed in ascending expert order.
+    fn experts(&self, n: &dyn Fn(&str) -> String, hn: &[f64]) -> Vec<f64> {
+        let (e_n, ff, d) = (4, self.ff, self.d);
+        let logits = Self::matvec(&self.t(&n("ffn_gate_inp.weight")), hn);
+        let max = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let p: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
+        let s: f64 = p.iter().sum();
+        let mut order: Vec<usize> = (0..e_n).collect();
+        order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
+        let top = &order[..2];
+        let total: f64 = top.iter().map(|&e| p[e] / s).sum();
+        let (gate, up, down) = (
+            self.t(&n("ffn_gate_exps.weight")),
+            self.t(&n("ffn_up_exps.weight")),
+            self.t(&n("ffn_down_exps.weight")),
+        );
+        let mut out = vec![0.0; d];
+        for e in 0..e_n {
+            if !top.contains(&e) {
+                continue;
+            }
+            let w = p[e] / s / total;
+            let g = Self::matvec(&gate[e * ff * d..(e + 1) * ff * d], hn);
+            let u = Self::matvec(&up[e * ff * d..(e + 1) * ff * d], hn);
+            let act: Vec<f64> = g
+                .iter()
+                .zip(&u)
+                .map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
+                .collect();
+            let y = Self::matvec(&down[e * d * ff..(e + 1) * d * ff], &act);
+            out.iter_mut().zip(&y).for_each(|(o, y)| *o += y * w);
+        }
+        out
     }
 
     /// Layer-specific (base, window, whether it rotates) by the architecture's rules.
@@ -356,6 +393,11 @@ impl Naive {
                         false => x[i].clone(),
                     }
                 };
+                if self.arch == "qwen3moe" {
+                    let f = self.experts(&n, &hn);
+                    x[i].iter_mut().zip(&f).for_each(|(a, b)| *a += b);
+                    continue;
+                }
                 let up = add_bias(
                     Self::matvec(&self.t(&n("ffn_up.weight")), &hn),
                     "ffn_up.bias",

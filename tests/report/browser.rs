@@ -216,25 +216,7 @@ fn nope_layers_are_set_against_rope_layers_in_the_rendered_page() {
     let Some(chromium) = chromium() else { return };
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("scan");
-    let mut req = ropescope::scan::ScanRequest::new(ropescope_test_support::paths::fixture(
-        "converted/smollm3/model.gguf",
-    ));
-    req.count = Some(1);
-    req.params.prompt_length = 64;
-    req.params.delta_max = 8;
-    req.command = [
-        "ropescope",
-        "scan",
-        "smollm3",
-        "--count",
-        "1",
-        "--length",
-        "64",
-    ]
-    .map(String::from)
-    .to_vec();
-    let summary = ropescope::scan::run(&req, &out, &ropescope::scan::NoProgress).unwrap();
-    let page = summary.report.unwrap();
+    let page = ropescope_test_support::inputs::scan_converted("smollm3", &out);
     let dom = dump_dom(
         &chromium,
         &work.path().join("profile"),

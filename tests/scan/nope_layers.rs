@@ -3,45 +3,19 @@
 //! have no frequency or Fourier result, and the report's findings set them against the RoPE layers. (Every
 //! converted family scans: `tests/engine/model_refusals.rs`.)
 
-use ropescope::scan::{self, NoProgress, ScanRequest};
-use ropescope_test_support::paths;
+use ropescope_test_support::inputs::scan_converted;
 use serde_json::Value;
 use std::path::Path;
 
-/// Prompt length of the scans: the converted cases run 32–64 tokens, and the sliding windows are 16.
-const LENGTH: usize = 64;
-
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// `scan --count 1 --length 64 --delta-max 8` of `variant` into `out`, with the built-in prompts.
-fn scan_variant(variant: &str, out: &Path) {
-    let mut req = ScanRequest::new(paths::fixture(&format!("converted/{variant}/model.gguf")));
-    req.count = Some(1);
-    req.params.prompt_length = LENGTH;
-    req.params.delta_max = 8;
-    req.params.cone_tokens = 32;
-    req.command = [
-        "ropescope",
-        "scan",
-        variant,
-        "--count",
-        "1",
-        "--length",
-        "64",
-    ]
-    .map(String::from)
-    .to_vec();
-    let summary = scan::run(&req, out, &NoProgress).unwrap_or_else(|e| panic!("{variant}: {e}"));
-    assert!(summary.report.is_some_and(|r| r.is_file()), "{variant}");
 }
 
 #[test]
 fn nope_layers_are_recorded_and_compared_with_the_rope_layers() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("smollm3");
-    scan_variant("smollm3", &out);
+    assert!(scan_converted("smollm3", &out).is_file());
     let meta = read_json(&out.join("meta.json"));
     let chunks: Vec<u64> = meta["model"]["rotated_chunks"]
         .as_array()

@@ -20,12 +20,6 @@ pub fn config(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     let mut c = super::with_pairing(base, Pairing::Adjacent);
     c.residual = Residual::ParallelSharedNorm;
     c.logit_scale = h.logit_scale.map(LogitScale::Multiply);
-    let sliding = super::sliding_layers(h, |i| (i + 1) % COHERE2_GLOBAL_EVERY != 0)?;
-    let hybrid = super::Hybrid {
-        sliding_base: h.rope_base_swa.unwrap_or(h.rope_base),
-        sliding_scaled: true,
-        global_nope: true,
-    };
-    super::apply_hybrid(&mut c, &sliding, hybrid);
+    super::sliding_rope_global_nope(&mut c, h, COHERE2_GLOBAL_EVERY)?;
     Ok(c)
 }

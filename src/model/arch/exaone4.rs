@@ -23,12 +23,6 @@ pub fn config(mut c: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     if h.sliding_window.is_none() && h.sliding_window_pattern.is_none() {
         return Ok(c);
     }
-    let sliding = super::sliding_layers(h, |i| (i + 1) % EXAONE4_GLOBAL_EVERY != 0)?;
-    let hybrid = super::Hybrid {
-        sliding_base: h.rope_base_swa.unwrap_or(h.rope_base),
-        sliding_scaled: true,
-        global_nope: true,
-    };
-    super::apply_hybrid(&mut c, &sliding, hybrid);
+    super::sliding_rope_global_nope(&mut c, h, EXAONE4_GLOBAL_EVERY)?;
     Ok(c)
 }

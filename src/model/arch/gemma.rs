@@ -142,6 +142,7 @@ mod tests {
             norm: Norm::Rms,
             residual: Residual::Sequential,
             feed_forward: FeedForward::Gated,
+            moe: None,
             residual_scale: None,
             logit_scale: None,
             qk_norm: QkNorm::None,

@@ -156,6 +156,23 @@ fn extra(arch: &str) -> Option<Extra> {
             block_tensors: QK_AND_POST_NORMS,
             unused_block_tensors: &["attn_norm.weight", "ffn_norm.weight"],
         },
+        "qwen3moe" => Extra {
+            keys: &[
+                "expert_count",
+                "expert_used_count",
+                "expert_feed_forward_length",
+            ],
+            tensors: none,
+            block_tensors: &[
+                "attn_q_norm.weight",
+                "attn_k_norm.weight",
+                "ffn_gate_inp.weight",
+                "ffn_gate_exps.weight",
+                "ffn_up_exps.weight",
+                "ffn_down_exps.weight",
+            ],
+            unused_block_tensors: &["ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"],
+        },
         "cohere2" => Extra {
             keys: &[
                 "attention.layer_norm_epsilon",

@@ -26,7 +26,7 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe",
 ];
 
 /// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
@@ -72,6 +72,10 @@ pub fn assumptions(arch: &str) -> &'static [&'static str] {
             "the global layers of a file with a window are NoPE layers, as in HF; llama.cpp applies the window \
              and the NoPE layers to a 64-layer file only (EXAONE 4.0 32B) and rotates every layer of any other",
         ],
+        "qwen3moe" => &[
+            "the chosen experts' weights are renormalised to sum 1 (HF's norm_topk_prob of every Qwen 3 MoE \
+             release; llama.cpp's loader does the same)",
+        ],
         "cohere2" => &[
             "without attention.sliding_window_pattern, every 4th layer is global (and a NoPE layer) and the \
              others slide (as llama.cpp's loader; the converter writes no pattern)",
@@ -97,6 +101,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "llama" | "mistral" => |c, _| Ok(llama::config(c)),
         "qwen2" => |c, _| Ok(qwen::config(c, false)),
         "qwen3" => |c, _| Ok(qwen::config(c, true)),
+        "qwen3moe" => qwen::config_moe,
         "phi3" => |c, _| Ok(phi3::config(c)),
         "gemma" => |c, _| Ok(gemma::config_gemma(c)),
         "gemma2" => gemma::config_gemma2,
@@ -186,6 +191,7 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
             true => FeedForward::Plain,
             false => FeedForward::Gated,
         },
+        moe: None,
         residual_scale: None,
         logit_scale: None,
         qk_norm: QkNorm::None,
@@ -226,6 +232,20 @@ fn apply_hybrid(c: &mut ModelConfig, sliding: &[bool], hybrid: Hybrid) {
             }
         }
     }
+}
+
+/// A hybrid whose sliding layers rotate with the file's RoPE (`rope.freq_base_swa` when present) and whose
+/// global layers are NoPE layers (EXAONE 4, Cohere 2): the file's pattern, else every `global_every`-th layer
+/// global.
+fn sliding_rope_global_nope(c: &mut ModelConfig, h: &Hparams, global_every: usize) -> Result<()> {
+    let sliding = sliding_layers(h, |i| (i + 1) % global_every != 0)?;
+    let hybrid = Hybrid {
+        sliding_base: h.rope_base_swa.unwrap_or(h.rope_base),
+        sliding_scaled: true,
+        global_nope: true,
+    };
+    apply_hybrid(c, &sliding, hybrid);
+    Ok(())
 }
 
 /// Which layers use the sliding window: the file's `attention.sliding_window_pattern` when present (one entry

@@ -1,5 +1,5 @@
 //! Small inputs the command-line tests hand the binary: a synthetic model, token ids, a FIFO nobody writes, a
-//! copy of the example scan directory.
+//! copy of the example scan directory; and a scan of a converted model.
 
 use crate::paths::fixture;
 use ropescope::io::npy;
@@ -37,4 +37,30 @@ pub fn copy_example_scan(dir: &Path) {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
     }
+}
+
+/// `scan --count 1 --length 64 --delta-max 8` of the converted model `fixtures/converted/{variant}` into `out`
+/// (built-in prompts, every analysis), through the library; returns the report's path.
+pub fn scan_converted(variant: &str, out: &Path) -> PathBuf {
+    let mut req = ropescope::scan::ScanRequest::new(crate::paths::fixture(&format!(
+        "converted/{variant}/model.gguf"
+    )));
+    req.count = Some(1);
+    req.params.prompt_length = 64;
+    req.params.delta_max = 8;
+    req.params.cone_tokens = 32;
+    req.command = [
+        "ropescope",
+        "scan",
+        variant,
+        "--count",
+        "1",
+        "--length",
+        "64",
+    ]
+    .map(String::from)
+    .to_vec();
+    let summary = ropescope::scan::run(&req, out, &ropescope::scan::NoProgress)
+        .unwrap_or_else(|e| panic!("{variant}: {e}"));
+    summary.report.expect("a whole scan has a report")
 }
