@@ -73,7 +73,7 @@ impl SyntheticModel {
     }
 
     fn has_bias(&self) -> bool {
-        matches!(self.arch.as_str(), "qwen2" | "gptneox" | "phi2")
+        matches!(self.arch.as_str(), "qwen2" | "gptneox" | "phi2" | "glm4")
     }
     /// LayerNorm with biases in place of RMSNorm, biases on every projection, a plain feed-forward block.
     fn layer_norm(&self) -> bool {
@@ -108,7 +108,7 @@ impl SyntheticModel {
     fn has_post_norms(&self) -> bool {
         matches!(
             self.arch.as_str(),
-            "gemma2" | "gemma3" | "olmo2" | "exaone4"
+            "gemma2" | "gemma3" | "olmo2" | "exaone4" | "glm4"
         )
     }
     fn fused(&self) -> bool {
@@ -178,7 +178,7 @@ impl SyntheticModel {
             } else if self.layer_norm() {
                 t.push((n("ffn_up.weight"), vec![d, ff], false));
                 t.push((n("ffn_up.bias"), vec![ff], false));
-            } else if self.arch == "phi3" {
+            } else if matches!(self.arch.as_str(), "phi3" | "glm4") {
                 t.push((n("ffn_up.weight"), vec![d, 2 * ff], false));
             } else {
                 t.push((n("ffn_gate.weight"), vec![d, ff], false));

@@ -67,6 +67,29 @@ fn cases_of(variant: &str) -> Vec<PathBuf> {
     cases
 }
 
+/// Copies the case file `name` from `from` to `to`, its q and k files (HF's adjacent pairs) reordered to
+/// half-split order over each head's first `rot` dims (the whole head when `None`), as `reference` writes them.
+fn interleaved_to_half_split(name: &str, from: &Path, to: &Path, rot: Option<usize>) {
+    if !(name.starts_with('q') || name.starts_with('k')) {
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    let a = Array::read(from).unwrap();
+    let d = *a.shape.last().unwrap();
+    let r = rot.unwrap_or(d);
+    let half: Vec<f64> = a
+        .to_f64()
+        .chunks(d)
+        .flat_map(|head| {
+            let (rotated, rest) = head.split_at(r);
+            let evens = rotated.iter().step_by(2);
+            let odds = rotated.iter().skip(1).step_by(2);
+            evens.chain(odds).chain(rest).copied().collect::<Vec<_>>()
+        })
+        .collect();
+    ropescope::io::npy::write(to, &a.shape, &half).unwrap();
+}
+
 /// Copies of `variant`'s case directories under `dir`: `file(name, from, to)` writes (or skips) each file.
 fn copied_cases(
     variant: &str,
@@ -246,24 +269,7 @@ fn exaone4_at_the_32b_layer_count() {
 fn cohere2_adjacent_pairs_nope_global_layers_and_parallel_blocks() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = copied_cases("cohere2", tmp.path(), |name, from, to| {
-        if !(name.starts_with('q') || name.starts_with('k')) {
-            std::fs::copy(from, to).unwrap();
-            return;
-        }
-        let a = Array::read(from).unwrap();
-        let d = *a.shape.last().unwrap();
-        let half: Vec<f64> = a
-            .to_f64()
-            .chunks(d)
-            .flat_map(|head| {
-                let evens = head.iter().step_by(2);
-                evens
-                    .chain(head.iter().skip(1).step_by(2))
-                    .copied()
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        ropescope::io::npy::write(to, &a.shape, &half).unwrap();
+        interleaved_to_half_split(name, from, to, None)
     });
     let bars = F32Bars {
         attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("cohere2")),
@@ -294,6 +300,22 @@ fn qwen3_moe_routes_tokens_to_their_top_two_experts() {
         ..F32_BARS
     };
     check_cases("qwen3-moe", &copies, bars);
+}
+
+/// GLM-4: half of each head rotates, on adjacent pairs (HF interleaves its own cosines; the case's q and k are in
+/// that order and are reordered as for cohere2, over the rotated dims only); pre- and post-norms, q/k/v biases,
+/// fused gate and up.
+#[test]
+fn glm4_partial_rotation_on_adjacent_pairs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copied_cases("glm4", tmp.path(), |name, from, to| {
+        interleaved_to_half_split(name, from, to, Some(8))
+    });
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("glm4")),
+        ..F32_BARS
+    };
+    check_cases("glm4", &copies, bars);
 }
 
 /// llama.cpp's converter writes Mistral as `llama` and drops its sliding window (16 here), so no reader of the

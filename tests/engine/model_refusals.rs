@@ -290,7 +290,7 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     variants.sort();
-    assert_eq!(variants.len(), 25, "{variants:?}");
+    assert_eq!(variants.len(), 26, "{variants:?}");
     let tmp = tempfile::tempdir().unwrap();
     for v in &variants {
         let out = tmp.path().join(v);

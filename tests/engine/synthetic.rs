@@ -17,9 +17,9 @@ const F64_LOGITS_REL: f64 = 1e-12;
 const F64_PROBS_ABS: f64 = 1e-13;
 const F32_LOGITS_NMSE: f64 = 1e-10;
 
-const ARCHS: [&str; 16] = [
+const ARCHS: [&str; 17] = [
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4",
 ];
 
 /// A synthetic model for `arch` exercising its special features: a sliding window shorter than the prompt
@@ -31,7 +31,15 @@ fn synth(arch: &str) -> SyntheticModel {
     let mut m = SyntheticModel::new(arch);
     if !matches!(
         arch,
-        "gemma" | "qwen2" | "qwen3" | "qwen3moe" | "smollm3" | "gptneox" | "phi2" | "granite"
+        "gemma"
+            | "qwen2"
+            | "qwen3"
+            | "qwen3moe"
+            | "smollm3"
+            | "gptneox"
+            | "phi2"
+            | "granite"
+            | "glm4"
     ) {
         m.sliding_window = Some(5);
     }
@@ -44,7 +52,7 @@ fn synth(arch: &str) -> SyntheticModel {
     if arch == "gemma2" {
         m.softcaps = Some((5.0, 3.0));
     }
-    if matches!(arch, "phi3" | "gptneox" | "phi2") {
+    if matches!(arch, "phi3" | "gptneox" | "phi2" | "glm4") {
         m.rope_dim = 4;
     }
     m
@@ -112,7 +120,7 @@ impl Naive {
     fn post_norms(&self) -> bool {
         matches!(
             self.arch.as_str(),
-            "gemma2" | "gemma3" | "olmo2" | "exaone4"
+            "gemma2" | "gemma3" | "olmo2" | "exaone4" | "glm4"
         )
     }
     fn pre_norms(&self) -> bool {
@@ -221,7 +229,7 @@ impl Naive {
             let theta = pos as f64 / base.powf(2.0 * i as f64 / self.rot as f64);
             let adjacent = matches!(
                 self.arch.as_str(),
-                "llama" | "mistral" | "smollm3" | "granite" | "cohere2"
+                "llama" | "mistral" | "smollm3" | "granite" | "cohere2" | "glm4"
             );
             let (a, b) = if adjacent {
                 (2 * i, 2 * i + 1)

@@ -173,6 +173,12 @@ fn extra(arch: &str) -> Option<Extra> {
             ],
             unused_block_tensors: &["ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"],
         },
+        "glm4" => Extra {
+            keys: none,
+            tensors: none,
+            block_tensors: GEMMA_POST_NORMS,
+            unused_block_tensors: none,
+        },
         "cohere2" => Extra {
             keys: &[
                 "attention.layer_norm_epsilon",

@@ -4,6 +4,7 @@
 mod cohere2;
 mod exaone4;
 pub mod gemma;
+mod glm4;
 mod gptneox;
 mod granite;
 pub mod keys;
@@ -26,7 +27,7 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4",
 ];
 
 /// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
@@ -102,6 +103,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "qwen2" => |c, _| Ok(qwen::config(c, false)),
         "qwen3" => |c, _| Ok(qwen::config(c, true)),
         "qwen3moe" => qwen::config_moe,
+        "glm4" => |c, _| Ok(glm4::config(c)),
         "phi3" => |c, _| Ok(phi3::config(c)),
         "gemma" => |c, _| Ok(gemma::config_gemma(c)),
         "gemma2" => gemma::config_gemma2,

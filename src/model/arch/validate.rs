@@ -22,13 +22,13 @@ pub struct Rule {
     check: fn(&Hparams, &GgufFile) -> Option<String>,
 }
 
-/// Architectures that may rotate part of the head (Phi-3's and Phi-2's `partial_rotary_factor`, GPT-NeoX's
-/// `rotary_pct`): the families here whose HF attention splits each head into rotated and passed-through
+/// Architectures that may rotate part of the head (Phi-3's, Phi-2's and GLM-4's `partial_rotary_factor`,
+/// GPT-NeoX's `rotary_pct`): the families here whose HF attention splits each head into rotated and passed-through
 /// dimensions. Every other family rotates whole
 /// heads (llama.cpp requires it of `llama` as `invalid n_rot`; HF's Llama, Mistral, Qwen and Gemma attention
 /// multiplies the whole head by the cosines), so a file stating fewer rotated dimensions describes no model of
 /// that family.
-pub const PARTIAL_ROTATION: &[&str] = &["phi3", "gptneox", "phi2"];
+pub const PARTIAL_ROTATION: &[&str] = &["phi3", "gptneox", "phi2", "glm4"];
 
 /// Distinct block indices among the file's `blk.{i}.*` tensors.
 fn block_indices(file: &GgufFile) -> Vec<usize> {
