@@ -173,12 +173,49 @@ fn block_count_below_the_blocks_in_the_file_is_refused() {
 }
 
 fn inspect_rope(variant: &str) -> serde_json::Value {
+    inspect(variant)["rope"].clone()
+}
+
+/// `inspect --json` of a converted model, which must be runnable.
+fn inspect(variant: &str) -> serde_json::Value {
     let r = run(&["inspect", "--json", converted(variant).to_str().unwrap()]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert!(j["not_understood"].as_array().unwrap().is_empty(), "{j}");
     assert!(j["problem"].is_null(), "{j}");
-    j["rope"].clone()
+    j
+}
+
+/// `inspect` says which layers are NoPE layers, how the blocks are built, and what it assumes where the file
+/// is silent.
+#[test]
+fn inspect_reports_nope_layers_block_layouts_and_assumptions() {
+    let smollm3 = inspect("smollm3");
+    let types = smollm3["rope"]["layer_types"].as_array().unwrap();
+    let nope: Vec<&serde_json::Value> = types.iter().filter(|t| t["nope"] == true).collect();
+    assert_eq!(nope.len(), 1);
+    assert_eq!(nope[0]["layers"], serde_json::json!([3, 7]));
+    assert_eq!(nope[0]["rot_dim"], 0);
+    let assumes = smollm3["assumptions"].as_array().unwrap();
+    assert!(assumes[0].as_str().unwrap().contains("every 4th layer"));
+    let olmo2 = inspect("olmo2")["block"].clone();
+    assert_eq!(olmo2["norm_placement"], "post");
+    assert_eq!(olmo2["qk_norm"], "projection");
+    let gptneox = inspect("gptneox");
+    assert_eq!(gptneox["block"]["norm"], "layer");
+    assert_eq!(gptneox["block"]["residual"], "parallel");
+    assert_eq!(gptneox["block"]["activation"], "gelu-erf");
+    assert_eq!(gptneox["rope"]["rot_dim"], 8);
+    let moe = inspect("qwen3-moe")["block"]["moe"].clone();
+    assert_eq!(moe["n_experts"], 8);
+    assert_eq!(moe["n_used"], 2);
+    assert_eq!(moe["normalize"], true);
+    assert_eq!(inspect("granite")["block"]["logit_scale"]["divide"], 8.0);
+    assert_eq!(inspect("cohere2")["block"]["logit_scale"]["multiply"], 0.25);
+    assert!(inspect("llama")["assumptions"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 /// HF's float64 inverse frequencies of a layer type, from the fixture's meta.json.
