@@ -13,7 +13,7 @@ internal_mod! {
     shapes;
 }
 
-pub use tiny::SyntheticModel;
+pub use tiny::{SyntheticExperts, SyntheticModel};
 #[cfg(feature = "internals")]
 pub use {
     fill::Fill,

@@ -10,7 +10,7 @@ use super::fill::{fill_for, Fill, ModelScale};
 use crate::error::Result;
 use crate::gguf::{Array, Value};
 use crate::rope::Llama3;
-use crate::synth::SyntheticModel;
+use crate::synth::{SyntheticExperts, SyntheticModel};
 use crate::tokenizer::byte_chars;
 
 /// How a named shape's RoPE is scaled.
@@ -61,6 +61,8 @@ pub struct NamedShape {
     pub tied: bool,
     /// RoPE scaling.
     pub rope: NamedRope,
+    /// The mixture of experts in place of every feed-forward block, if any.
+    pub experts: Option<SyntheticExperts>,
 }
 
 const LLAMA31: Llama3 = Llama3 {
@@ -90,6 +92,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: false,
         rope: NamedRope::Llama3(LLAMA31),
+        experts: None,
     },
     NamedShape {
         name: "qwen2.5-7b",
@@ -109,6 +112,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: false,
         rope: NamedRope::Plain,
+        experts: None,
     },
     NamedShape {
         name: "gemma-7b",
@@ -128,6 +132,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: true,
         rope: NamedRope::Plain,
+        experts: None,
     },
     NamedShape {
         name: "gemma-2-2b",
@@ -147,6 +152,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: Some((50.0, 30.0)),
         tied: true,
         rope: NamedRope::Plain,
+        experts: None,
     },
     NamedShape {
         name: "gemma-3-4b",
@@ -166,6 +172,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: true,
         rope: NamedRope::Linear(8.0),
+        experts: None,
     },
     NamedShape {
         name: "smollm3-3b",
@@ -185,6 +192,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: true,
         rope: NamedRope::Plain,
+        experts: None,
     },
     NamedShape {
         name: "olmo-2-7b",
@@ -204,6 +212,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: false,
         rope: NamedRope::Plain,
+        experts: None,
     },
     NamedShape {
         name: "pythia-1.4b",
@@ -223,6 +232,31 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: false,
         rope: NamedRope::Plain,
+        experts: None,
+    },
+    NamedShape {
+        name: "qwen3-30b-a3b",
+        arch: "qwen3moe",
+        n_layers: 48,
+        n_embd: 2048,
+        n_heads: 32,
+        n_kv_heads: 4,
+        head_dim: 128,
+        rope_dim: None,
+        n_ff: 6144,
+        vocab: 151936,
+        context_length: 40960,
+        rope_base: 1000000.0,
+        norm_eps: 1e-6,
+        sliding_window: None,
+        softcaps: None,
+        tied: false,
+        rope: NamedRope::Plain,
+        experts: Some(SyntheticExperts {
+            count: 128,
+            used: 8,
+            n_ff: 768,
+        }),
     },
     NamedShape {
         name: "smollm2-135m",
@@ -242,6 +276,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: true,
         rope: NamedRope::Plain,
+        experts: None,
     },
     NamedShape {
         name: "gemma-3-270m",
@@ -261,6 +296,7 @@ pub const NAMED_SHAPES: &[NamedShape] = &[
         softcaps: None,
         tied: true,
         rope: NamedRope::Plain,
+        experts: None,
     },
 ];
 
@@ -291,6 +327,7 @@ impl NamedShape {
         m.sliding_window = self.sliding_window;
         m.softcaps = self.softcaps;
         m.tied = self.tied;
+        m.experts = self.experts;
         m
     }
 

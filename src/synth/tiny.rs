@@ -7,10 +7,16 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use std::collections::BTreeMap;
 
-/// Experts per layer of a synthetic mixture-of-experts model.
-pub const SYNTH_EXPERTS: usize = 4;
-/// Experts each token of a synthetic mixture-of-experts model is routed to.
-pub const SYNTH_EXPERTS_USED: usize = 2;
+/// The mixture of experts of a synthetic model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyntheticExperts {
+    /// Experts per layer.
+    pub count: usize,
+    /// Experts each token is routed to.
+    pub used: usize,
+    /// Each expert's feed-forward width.
+    pub n_ff: usize,
+}
 
 /// Shape and conventions of a synthetic model.
 #[derive(Clone, Debug)]
@@ -47,6 +53,9 @@ pub struct SyntheticModel {
     pub seed: u64,
     /// Tensors given by hand (name → values in ggml order), replacing the random ones.
     pub overrides: BTreeMap<String, Vec<f32>>,
+    /// The mixture of experts in place of every feed-forward block (`qwen3moe`: 4 experts, 2 per token, each
+    /// `n_ff` wide, unless changed).
+    pub experts: Option<SyntheticExperts>,
 }
 
 impl SyntheticModel {
@@ -69,6 +78,11 @@ impl SyntheticModel {
             tied: arch.starts_with("gemma"),
             seed: 7,
             overrides: BTreeMap::new(),
+            experts: (arch == "qwen3moe").then_some(SyntheticExperts {
+                count: 4,
+                used: 2,
+                n_ff: 48,
+            }),
         }
     }
 
@@ -92,11 +106,6 @@ impl SyntheticModel {
             self.arch.as_str(),
             "qwen3" | "qwen3moe" | "gemma3" | "olmo2" | "exaone4"
         )
-    }
-    /// The mixture of experts in place of the feed-forward block (Qwen 3 MoE): [`SYNTH_EXPERTS`] experts,
-    /// [`SYNTH_EXPERTS_USED`] per token, each `n_ff` wide.
-    fn has_experts(&self) -> bool {
-        self.arch == "qwen3moe"
     }
     /// Whether the QK-norm spans each token's whole projection (olmo2) rather than each head.
     fn qk_norm_per_projection(&self) -> bool {
@@ -169,12 +178,12 @@ impl SyntheticModel {
                     t.push((n("ffn_norm.bias"), vec![d], false));
                 }
             }
-            if self.has_experts() {
-                let e = SYNTH_EXPERTS as u64;
+            if let Some(x) = self.experts {
+                let (e, xf) = (x.count as u64, x.n_ff as u64);
                 t.push((n("ffn_gate_inp.weight"), vec![d, e], false));
-                t.push((n("ffn_gate_exps.weight"), vec![d, ff, e], false));
-                t.push((n("ffn_up_exps.weight"), vec![d, ff, e], false));
-                t.push((n("ffn_down_exps.weight"), vec![ff, d, e], false));
+                t.push((n("ffn_gate_exps.weight"), vec![d, xf, e], false));
+                t.push((n("ffn_up_exps.weight"), vec![d, xf, e], false));
+                t.push((n("ffn_down_exps.weight"), vec![xf, d, e], false));
             } else if self.layer_norm() {
                 t.push((n("ffn_up.weight"), vec![d, ff], false));
                 t.push((n("ffn_up.bias"), vec![ff], false));
@@ -184,7 +193,7 @@ impl SyntheticModel {
                 t.push((n("ffn_gate.weight"), vec![d, ff], false));
                 t.push((n("ffn_up.weight"), vec![d, ff], false));
             }
-            if !self.has_experts() {
+            if self.experts.is_none() {
                 t.push((n("ffn_down.weight"), vec![ff, d], false));
             }
             if self.layer_norm() {
@@ -247,10 +256,10 @@ impl SyntheticModel {
         if a == "gptneox" {
             m.push((format!("{a}.use_parallel_residual"), Value::Bool(true)));
         }
-        if self.has_experts() {
-            m.push((format!("{a}.expert_count"), u(SYNTH_EXPERTS)));
-            m.push((format!("{a}.expert_used_count"), u(SYNTH_EXPERTS_USED)));
-            m.push((format!("{a}.expert_feed_forward_length"), u(self.n_ff)));
+        if let Some(x) = self.experts {
+            m.push((format!("{a}.expert_count"), u(x.count)));
+            m.push((format!("{a}.expert_used_count"), u(x.used)));
+            m.push((format!("{a}.expert_feed_forward_length"), u(x.n_ff)));
         }
         if a == "cohere2" {
             m.push((format!("{a}.logit_scale"), Value::F32(0.25)));
