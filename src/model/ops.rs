@@ -80,28 +80,33 @@ pub fn layer_normed<S: Real, T: Real>(x: &[S], w: &[T], b: Option<&[T]>, eps: f6
 
 /// `act(x)`, element-wise, in place (the plain feed-forward block).
 pub fn activate<T: Real>(x: &mut [T], act: Activation) {
-    x.par_chunks_mut(4096).for_each(|c| {
-        for v in c {
-            *v = activation(*v, act);
-        }
+    x.par_chunks_mut(4096).for_each(|c| match act {
+        Activation::Silu => c.iter_mut().for_each(|v| *v = silu(*v)),
+        Activation::GeluTanh => c.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
+        Activation::GeluErf => c.iter_mut().for_each(|v| *v = gelu_erf(*v)),
     });
 }
 
-/// `act(x)` for one value: SiLU and GELU-tanh through [`logistic`], GELU-erf in f64 (libm's `erf`), rounded once.
+/// SiLU, `x·σ(x)`, through [`logistic`].
 #[inline(always)]
-fn activation<T: Real>(x: T, act: Activation) -> T {
-    match act {
-        Activation::Silu => x * logistic(x),
-        Activation::GeluTanh => {
-            let c = T::of_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
-            let cubic = T::of_f64(0.044715);
-            x * logistic(c * (x + cubic * x * x * x))
-        }
-        Activation::GeluErf => {
-            let v = x.to_f64_exact();
-            T::of_f64(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)))
-        }
-    }
+fn silu<T: Real>(x: T) -> T {
+    x * logistic(x)
+}
+
+/// GELU's tanh approximation `½x(1 + tanh u) = x·σ(2u)` with `u = √(2/π)(x + 0.044715x³)`, through
+/// [`logistic`].
+#[inline(always)]
+fn gelu_tanh<T: Real>(x: T) -> T {
+    let c = T::of_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
+    let cubic = T::of_f64(0.044715);
+    x * logistic(c * (x + cubic * x * x * x))
+}
+
+/// GELU with the error function, `½x(1 + erf(x/√2))`, in f64 (libm's `erf`: std has none) and rounded once.
+#[inline(always)]
+fn gelu_erf<T: Real>(x: T) -> T {
+    let v = x.to_f64_exact();
+    T::of_f64(0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)))
 }
 
 /// `act(gate) · up`, element-wise, into `gate`.
@@ -112,9 +117,9 @@ pub fn gated<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
         .for_each(|(g, u)| gated_chunk(g, u, act));
 }
 
-/// [`gated`] on one chunk: SiLU is `x·σ(x)` and GELU-tanh `½x(1 + tanh u) = x·σ(2u)` with
-/// `u = √(2/π)(x + 0.044715x³)`, both through [`logistic`], so the loop vectorizes; compiled like
-/// [`masked_softmax`], with the same bits on every instruction set.
+/// [`gated`] on one chunk: SiLU and GELU-tanh go through [`logistic`], so the loop vectorizes; compiled like
+/// [`masked_softmax`], with the same bits on every instruction set. The activation is chosen once per chunk,
+/// outside the loop.
 #[multiversion(targets("x86_64+avx2+fma", "aarch64+neon"))]
 fn gated_chunk<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
     gated_chunk_portable(gate, up, act)
@@ -123,8 +128,11 @@ fn gated_chunk<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
 /// [`gated_chunk`]'s arithmetic, compiled for whichever instruction set its caller is.
 #[inline(always)]
 fn gated_chunk_portable<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
-    for (g, &u) in gate.iter_mut().zip(up) {
-        *g = activation(*g, act) * u;
+    let pairs = gate.iter_mut().zip(up);
+    match act {
+        Activation::Silu => pairs.for_each(|(g, &u)| *g = silu(*g) * u),
+        Activation::GeluTanh => pairs.for_each(|(g, &u)| *g = gelu_tanh(*g) * u),
+        Activation::GeluErf => pairs.for_each(|(g, &u)| *g = gelu_erf(*g) * u),
     }
 }
 
