@@ -446,16 +446,15 @@ impl<T: Real> Model<T> {
             .chunks(moe.n_experts)
             .map(|row| route(row, moe.n_used, moe.normalize))
             .collect();
+        // Each expert's rows (ascending) and their weights, from one pass over the routes.
+        let mut by_expert: Vec<Vec<(usize, f64)>> = vec![Vec::new(); moe.n_experts];
+        for (r, chosen) in routes.iter().enumerate() {
+            for &(expert, w) in chosen {
+                by_expert[expert].push((r, w));
+            }
+        }
         let mut out = vec![0.0f64; rows * d];
-        for expert in 0..moe.n_experts {
-            let picked: Vec<(usize, f64)> = (routes.iter().enumerate())
-                .filter_map(|(r, chosen)| {
-                    chosen
-                        .iter()
-                        .find(|(x, _)| *x == expert)
-                        .map(|&(_, w)| (r, w))
-                })
-                .collect();
+        for (expert, picked) in by_expert.iter().enumerate() {
             if picked.is_empty() {
                 continue;
             }

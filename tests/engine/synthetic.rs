@@ -11,7 +11,7 @@ use ropescope::capture::{
 };
 use ropescope::gguf::GgufFile;
 use ropescope::model::{ForwardOptions, Model};
-use ropescope::synth::SyntheticModel;
+use ropescope::synth::{SyntheticExperts, SyntheticModel};
 
 const F64_LOGITS_REL: f64 = 1e-12;
 const F64_PROBS_ABS: f64 = 1e-13;
@@ -82,6 +82,7 @@ struct Naive {
     base: f64,
     window: Option<usize>,
     softcaps: Option<(f64, f64)>,
+    experts: Option<SyntheticExperts>,
 }
 
 impl Naive {
@@ -100,6 +101,7 @@ impl Naive {
             base: m.rope_base as f64,
             window: m.sliding_window.map(|w| w as usize),
             softcaps: m.softcaps.map(|(a, b)| (a as f64, b as f64)),
+            experts: m.experts,
         }
     }
 
@@ -172,18 +174,19 @@ impl Naive {
         x.iter().zip(w).map(|(v, g)| v * inv * g).collect()
     }
 
-    /// Qwen 3 MoE's feed-forward block on one normed row: the softmax of the router's logits, the 2 most probable
-    /// of the 4 experts with their probabilities renormalised, each expert's SiLU-gated block weighted after its
-    /// down projection, summed in ascending expert order.
+    /// Qwen 3 MoE's feed-forward block on one normed row: the softmax of the router's logits, the most probable
+    /// experts with their probabilities renormalised, each expert's SiLU-gated block weighted after its down
+    /// projection, summed in ascending expert order.
     fn experts(&self, n: &dyn Fn(&str) -> String, hn: &[f64]) -> Vec<f64> {
-        let (e_n, ff, d) = (4, self.ff, self.d);
+        let x = self.experts.expect("a model with experts");
+        let (e_n, ff, d) = (x.count, x.n_ff, self.d);
         let logits = Self::matvec(&self.t(&n("ffn_gate_inp.weight")), hn);
         let max = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let p: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
         let s: f64 = p.iter().sum();
         let mut order: Vec<usize> = (0..e_n).collect();
         order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
-        let top = &order[..2];
+        let top = &order[..x.used];
         let total: f64 = top.iter().map(|&e| p[e] / s).sum();
         let (gate, up, down) = (
             self.t(&n("ffn_gate_exps.weight")),
@@ -401,7 +404,7 @@ impl Naive {
                         false => x[i].clone(),
                     }
                 };
-                if self.arch == "qwen3moe" {
+                if self.experts.is_some() {
                     let f = self.experts(&n, &hn);
                     x[i].iter_mut().zip(&f).for_each(|(a, b)| *a += b);
                     continue;
