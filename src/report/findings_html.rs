@@ -162,9 +162,14 @@ fn bands(out: &mut String, data: &ScanData) {
     let Some(d) = findings::band_dominance(data) else {
         return not_run(out, "slash");
     };
+    let nope = if data.meta.model.has_nope_layers() {
+        " The heads of NoPE layers have no frequencies and are left out."
+    } else {
+        ""
+    };
     let _ = write!(
         out,
-        "<p>Mean share per frequency band (low g &lt; {}, high g ≥ {} rad/token).</p>\
+        "<p>Mean share per frequency band (low g &lt; {}, high g ≥ {} rad/token).{nope}</p>\
          <table id=\"band-dominance\"><tr><th>quantity</th><th>heads</th><th>low</th><th>medium</th><th>high</th></tr>",
         data.meta.parameters.low_band_max_frequency, data.meta.parameters.high_band_min_frequency
     );

@@ -89,9 +89,15 @@ pub fn render(summary: &Summary, title: &str) -> String {
         .filter_map(|h| h.frequency.as_ref().map(|f| f.q.low))
         .collect();
     if !freq.is_empty() {
+        // NoPE layers' heads have no frequency result: the mean says over how many heads it runs when that is
+        // not all of them.
+        let over = match freq.len() == summary.heads.len() {
+            true => "all heads".to_string(),
+            false => format!("the {} heads that rotate", freq.len()),
+        };
         let _ = writeln!(
             out,
-            "mean share of query chunk norm in the low band over all heads: {:.2}",
+            "mean share of query chunk norm in the low band over {over}: {:.2}",
             freq.iter().sum::<f64>() / freq.len() as f64
         );
     }

@@ -46,7 +46,9 @@ fn nope_layers_are_recorded_and_compared_with_the_rope_layers() {
     assert!(report.contains("<tr data-group=\"nope\"><td>NoPE</td><td>3, 7</td><td>8</td>"));
     assert!(report.contains("layer 3 is a NoPE layer: nothing rotates"));
     assert!(report.contains("<th>L3 NoPE</th>") && report.contains("<th>L2</th>"));
+    assert!(report.contains("The heads of NoPE layers have no frequencies and are left out."));
     let text = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(text
         .contains("NoPE layers (no rotation; the report sets them against the RoPE layers): 3, 7"));
+    assert!(text.contains("low band over the 24 heads that rotate:"));
 }
