@@ -254,6 +254,7 @@ mod tests {
             beta_fast: 32.0,
             beta_slow: 1.0,
             attention_factor: Some(1.5),
+            truncate: true,
         });
         let spec = RopeSpec::scaled(8, 4, 10000.0, Pairing::HalfSplit, &scaling, 0);
         let mut x = vec![1.0f64; 8];

@@ -24,6 +24,8 @@ pub struct HeadRecord<T> {
     pub logits: Vec<T>,
     /// `[R, T]` attention probabilities of the kept rows.
     pub probs: Vec<T>,
+    /// `[R]` the mass the head's sink took from each kept row (empty without a sink).
+    pub sink_mass: Vec<T>,
     /// `[T, d_v]` head output.
     pub output: Vec<T>,
 }
@@ -96,6 +98,7 @@ impl<T: Real> HeadCapture<T> for CollectHead<T> {
         for i in b.rows.clone().filter(|i| self.rows.contains(i)) {
             self.record.logits.extend_from_slice(b.logits_row(i));
             self.record.probs.extend_from_slice(b.probs_row(i));
+            self.record.sink_mass.extend(b.sink_mass(i));
         }
     }
 

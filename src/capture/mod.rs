@@ -63,6 +63,13 @@ pub struct HeadInfo {
     pub rope: RopeSpec,
     /// Sliding-window size of the layer: key `j` is visible from query `i` when `i − window < j ≤ i`.
     pub window: Option<usize>,
+    /// Chunked attention (Llama 4's RoPE layers): key `j` is visible from query `i` only when both lie in the
+    /// same block of `chunk` positions, `⌊j / chunk⌋ = ⌊i / chunk⌋`.
+    pub chunk: Option<usize>,
+    /// The head's learned sink logit (GPT-OSS): one more entry in every row's softmax, attached to no key and no
+    /// value. A row's probabilities over its keys then sum to `1 −` the mass the sink took
+    /// ([`AttentionBlock::sink_mass`]).
+    pub sink: Option<f64>,
     /// Multiplier applied to `q·k` before soft-capping.
     pub scale: f64,
 }
@@ -70,10 +77,9 @@ pub struct HeadInfo {
 impl HeadInfo {
     /// First key position visible from query `i`.
     pub fn first_visible(&self, i: usize) -> usize {
-        match self.window {
-            Some(w) => (i + 1).saturating_sub(w),
-            None => 0,
-        }
+        let window = self.window.map_or(0, |w| (i + 1).saturating_sub(w));
+        let chunk = self.chunk.map_or(0, |c| i / c * c);
+        window.max(chunk)
     }
 }
 
@@ -143,7 +149,8 @@ pub struct HeadVectors<'a, T> {
 ///
 /// `logits` and `probs` are row-major `rows.len() × cols.len()`. Logits are scaled and soft-capped but not
 /// masked: every entry is the real `scale · q_i·k_j` (capped), also for keys the row cannot see.
-/// Probabilities are exactly zero for keys outside `[first_visible(i), i]`.
+/// Probabilities are exactly zero for keys outside `[first_visible(i), i]`. A head with a sink
+/// ([`HeadInfo::sink`]) gives each row's sink mass beside them.
 #[derive(Clone, Debug)]
 pub struct AttentionBlock<'a, T> {
     /// Query positions of the block.
@@ -154,6 +161,8 @@ pub struct AttentionBlock<'a, T> {
     pub logits: &'a [T],
     /// Attention probabilities.
     pub probs: &'a [T],
+    /// Per row, the probability the head's sink took (empty for a head without a sink).
+    pub sink_mass: &'a [T],
 }
 
 impl<'a, T: Copy> AttentionBlock<'a, T> {
@@ -162,6 +171,11 @@ impl<'a, T: Copy> AttentionBlock<'a, T> {
         let n = self.cols.len();
         let r = i - self.rows.start;
         &self.probs[r * n..(r + 1) * n]
+    }
+
+    /// The mass the sink took from query `i`'s row (which must be in `rows`), `None` for a head without a sink.
+    pub fn sink_mass(&self, i: usize) -> Option<T> {
+        self.sink_mass.get(i - self.rows.start).copied()
     }
 
     /// Logits of query `i` (which must be in `rows`) over the block's columns.

@@ -1,4 +1,4 @@
-//! Causal (optionally sliding-window) multi-head attention with grouped-query heads, computed one block of
+//! Causal (optionally sliding-window or chunked, optionally with sinks) multi-head attention with grouped-query heads, computed one block of
 //! query rows at a time and handed to a [`Capture`] as it goes. This is the only attention in the crate.
 
 use super::ops::{masked_softmax, softcap};
@@ -30,7 +30,7 @@ pub struct LayerQkv<'a, T> {
 }
 
 /// Shapes shared by all heads of a layer.
-pub struct LayerShape {
+pub struct LayerShape<'a> {
     /// Number of positions.
     pub n_tokens: usize,
     /// The first query row computed: 0, or in a resumed pass the first position after the reused prefix.
@@ -42,6 +42,8 @@ pub struct LayerShape {
     pub n_kv_heads: usize,
     /// Optional soft-capping of the logits.
     pub softcap: Option<f64>,
+    /// Each query head's sink logit, where the layer has sinks ([`HeadInfo::sink`]).
+    pub sinks: Option<&'a [f64]>,
 }
 
 /// Runs attention for every head of a layer (heads in parallel) and returns the concatenated head outputs of
@@ -49,7 +51,7 @@ pub struct LayerShape {
 /// receives every head's info.
 pub fn attend<T: Real, C: Capture<T>>(
     qkv: &LayerQkv<'_, T>,
-    shape: &LayerShape,
+    shape: &LayerShape<'_>,
     template: &HeadInfo,
     plan: LayerPlan,
     capture: &mut C,
@@ -66,6 +68,7 @@ pub fn attend<T: Real, C: Capture<T>>(
             let info = HeadInfo {
                 head: h,
                 kv_head: h / group,
+                sink: shape.sinks.map(|s| s[h]),
                 ..template.clone()
             };
             let mut head_cap = time(Step::Capture, || {
@@ -119,8 +122,8 @@ fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> V
     keys_t
 }
 
-/// One head: for each block of query rows, logits `scale · q kᵀ` (soft-capped), masked softmax, and
-/// `probs · v`. Returns the head output of rows `first_row..T`, `[T − first_row, value_dim]`.
+/// One head: for each block of query rows, logits `scale · q kᵀ` (soft-capped), masked softmax (with the
+/// head's sink, if any), and `probs · v`. Returns the head output of rows `first_row..T`, `[T − first_row, value_dim]`.
 ///
 /// Blocks are the same `ROW_BLOCK`-aligned rows, with the same key columns, whatever `first_row` is (a resumed
 /// pass computes the tail of the block holding `first_row`), so each computed element goes through the same
@@ -128,7 +131,7 @@ fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> V
 fn head_attention<T: Real, H: HeadCapture<T>>(
     qkv: &LayerQkv<'_, T>,
     keys_t: &[T],
-    shape: &LayerShape,
+    shape: &LayerShape<'_>,
     info: &HeadInfo,
     plan: LayerPlan,
     mut cap: Option<&mut H>,
@@ -142,6 +145,8 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
     let mut out = vec![T::zero(); (t - first) * dv];
     let mut logits = Vec::new();
     let mut probs = Vec::new();
+    let mut sink_mass = Vec::new();
+    let sink = info.sink.map(T::of_f64);
     for block in (first / ROW_BLOCK * ROW_BLOCK..t).step_by(ROW_BLOCK) {
         let (r0, r1) = (block.max(first), (block + ROW_BLOCK).min(t));
         let cols = if plan.full_rows {
@@ -168,14 +173,19 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
             }
         });
         count_flops(Step::Scores, 2 * nr * nc * d);
+        sink_mass.clear();
         time(Step::Softmax, || {
             for (r, i) in (r0..r1).enumerate() {
                 let visible = info.first_visible(i) - cols.start..i + 1 - cols.start;
-                masked_softmax(
+                let mass = masked_softmax(
                     &logits[r * nc..(r + 1) * nc],
                     &mut probs[r * nc..(r + 1) * nc],
                     visible,
+                    sink,
                 );
+                if sink.is_some() {
+                    sink_mass.push(mass);
+                }
             }
         });
         // No row of the block sees a key past `r1 - 1`: full rows only add exact zeros there, so `probs · v`
@@ -203,6 +213,7 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
                         cols,
                         logits: &logits,
                         probs: &probs,
+                        sink_mass: &sink_mass,
                     },
                 )
             });

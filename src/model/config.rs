@@ -146,6 +146,9 @@ pub struct LayerConfig {
     pub rope: LayerRope,
     /// Sliding-window size, `None` for global attention.
     pub window: Option<usize>,
+    /// Chunked attention: each query sees only the keys of its own block of this many positions (Llama 4's
+    /// RoPE layers); `None` for none.
+    pub chunk: Option<usize>,
 }
 
 /// Everything the forward pass needs to know, resolved from GGUF metadata and the architecture's conventions.
@@ -197,6 +200,9 @@ pub struct ModelConfig {
     pub attn_scale: f64,
     /// Attention logit soft-capping `c · tanh(x / c)`.
     pub attn_softcap: Option<f64>,
+    /// Whether every head has a learned sink logit (GPT-OSS's `attn_sinks`): one more softmax entry per row,
+    /// attached to no key.
+    pub sinks: bool,
     /// Output logit soft-capping.
     pub final_softcap: Option<f64>,
     /// Multiplier of the token embeddings (`sqrt(n_embd)` for gemma).

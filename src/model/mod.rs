@@ -321,6 +321,8 @@ impl<T: Real> Model<T> {
             n_tokens: t,
             rope: table.spec().clone(),
             window: lc.window,
+            chunk: lc.chunk,
+            sink: None,
             scale: c.attn_scale,
         };
         let shape = LayerShape {
@@ -329,6 +331,7 @@ impl<T: Real> Model<T> {
             n_heads: c.n_heads,
             n_kv_heads: c.n_kv_heads,
             softcap: c.attn_softcap,
+            sinks: w.sinks.as_deref(),
         };
         let qkv = LayerQkv {
             q: &q,

@@ -160,7 +160,9 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 
 /// Softmax of `logits[range]` into `probs[range]`; every other entry of `probs` is set to exactly zero. The
 /// exponentials are computed in `T` (each within 2 ulp, by [`Real::exp_nonpositive`], a loop the compiler
-/// vectorizes), their sum and the divisions in f64.
+/// vectorizes), their sum and the divisions in f64. A `sink` logit joins the softmax as one more entry (in the
+/// maximum and the sum, as HF's GPT-OSS concatenates it to the row) whose probability is returned; without a
+/// sink the return is zero.
 ///
 /// This is the engine's one softmax, apart from the crate's softmax of definitions on f64 slices
 /// (`analysis::softmax::softmax_in_place`, libm's `exp`, a left-to-right sum) that the analyses, theory checks
@@ -171,25 +173,38 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 /// has no fused multiply-add to contract, so every version gives the same bits
 /// (`tests::softmax_is_the_same_on_every_instruction_set`).
 #[multiversion(targets("x86_64+avx2+fma", "aarch64+neon"))]
-pub fn masked_softmax<T: Real>(logits: &[T], probs: &mut [T], range: std::ops::Range<usize>) {
-    softmax_portable(logits, probs, range)
+pub fn masked_softmax<T: Real>(
+    logits: &[T],
+    probs: &mut [T],
+    range: std::ops::Range<usize>,
+    sink: Option<T>,
+) -> T {
+    softmax_portable(logits, probs, range, sink)
 }
 
 /// [`masked_softmax`]'s arithmetic, compiled for whichever instruction set its caller is.
 #[inline(always)]
-fn softmax_portable<T: Real>(logits: &[T], probs: &mut [T], range: std::ops::Range<usize>) {
+fn softmax_portable<T: Real>(
+    logits: &[T],
+    probs: &mut [T],
+    range: std::ops::Range<usize>,
+    sink: Option<T>,
+) -> T {
     probs[..range.start].fill(T::zero());
     probs[range.end..].fill(T::zero());
     let vis = &logits[range.clone()];
-    let max = vis.iter().copied().fold(T::neg_infinity(), T::max);
+    let start = sink.unwrap_or(T::neg_infinity());
+    let max = vis.iter().copied().fold(start, T::max);
     let exps = &mut probs[range];
     for (p, &l) in exps.iter_mut().zip(vis) {
         *p = (l - max).exp_nonpositive();
     }
-    let sum = sum_f64(exps);
+    let sink_exp = sink.map_or(0.0, |s| (s - max).exp_nonpositive().to_f64_exact());
+    let sum = sum_f64(exps) + sink_exp;
     for p in exps {
         *p = T::of_f64(p.to_f64_exact() / sum);
     }
+    T::of_f64(sink_exp / sum)
 }
 
 #[cfg(test)]
@@ -204,12 +219,34 @@ mod tests {
         let mut probs = vec![1.0; 40];
         let mut padded = logits.clone();
         padded.extend([5.0, 5.0, 5.0]);
-        masked_softmax(&padded, &mut probs, 0..37);
+        let no_sink = masked_softmax(&padded, &mut probs, 0..37, None);
         let expect = crate::analysis::softmax::softmax(&logits);
         for (p, e) in probs.iter().zip(&expect) {
             assert!((p - e).abs() <= 4.0 * f64::EPSILON * e, "{p} against {e}");
         }
         assert_eq!(&probs[37..], &[0.0; 3]);
+        assert_eq!(no_sink, 0.0);
+    }
+
+    /// A sink is one more softmax entry: the row with the sink appended, its last probability the sink's mass,
+    /// and the probabilities over the keys sum to one minus it. A sink above every logit sets the maximum.
+    #[test]
+    fn a_sink_is_one_more_entry_of_the_softmax() {
+        let logits: Vec<f64> = (0..21).map(|i| (i as f64 * 1.7).sin() * 4.0).collect();
+        for sink in [-3.0, 0.5, 9.0] {
+            let mut probs = vec![1.0; 21];
+            let mass = masked_softmax(&logits, &mut probs, 2..19, Some(sink));
+            let mut row = logits[2..19].to_vec();
+            row.push(sink);
+            let expect = crate::analysis::softmax::softmax(&row);
+            for (p, e) in probs[2..19].iter().zip(&expect) {
+                assert!((p - e).abs() <= 4.0 * f64::EPSILON * e, "{p} against {e}");
+            }
+            assert!((mass - expect[17]).abs() <= 4.0 * f64::EPSILON * expect[17]);
+            let total: f64 = probs.iter().sum::<f64>() + mass;
+            assert!((total - 1.0).abs() < 1e-15, "{total}");
+            assert_eq!(&probs[..2], &[0.0; 2]);
+        }
     }
 
     #[test]
@@ -243,8 +280,10 @@ mod tests {
                     .map(|i| T::of_f64(((i * 7919) % 1009) as f64 * 0.031 - 15.0))
                     .collect();
                 let (mut fast, mut base) = (vec![T::one(); n + 3], vec![T::one(); n + 3]);
-                masked_softmax(&logits, &mut fast, 1..n + 1);
-                softmax_portable(&logits, &mut base, 1..n + 1);
+                let sink = Some(T::of_f64(0.25));
+                let fast_sink = masked_softmax(&logits, &mut fast, 1..n + 1, sink);
+                let base_sink = softmax_portable(&logits, &mut base, 1..n + 1, sink);
+                assert_eq!(fast_sink.to_f64_exact(), base_sink.to_f64_exact());
                 let bits = |v: &[T]| {
                     v.iter()
                         .map(|x| x.to_f64_exact().to_bits())

@@ -55,6 +55,8 @@ pub struct LayerWeights<T> {
     /// projections' widths for a norm over the whole projection. Each applies to consecutive segments of its
     /// own length.
     pub qk_norm: Option<(Vec<T>, Vec<T>)>,
+    /// Each query head's sink logit (GPT-OSS).
+    pub sinks: Option<Vec<f64>>,
     /// Output projection, `n_embd × (n_heads · value_dim)`.
     pub wo: WeightMatrix,
     /// Output projection bias (gptneox, phi2).
@@ -284,6 +286,10 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         bk,
         bv,
         qk_norm,
+        sinks: match c.sinks {
+            true => Some(ld.vector(&n("attn_sinks.weight"), c.n_heads)?),
+            false => None,
+        },
         wo: ld.matrix(&n("attn_output.weight"), d, c.n_heads * vd)?,
         bo: ld.vector_opt(&n("attn_output.bias"), d)?,
         post_attn_norm: norm_if(c.post_norms, "post_attention_norm.weight")?,

@@ -48,7 +48,7 @@ impl Tolerance {
 }
 
 /// Default tolerances: NMSE ≤ [`DEFAULT_VECTOR_NMSE`] for logits and vectors, max-abs ≤
-/// [`DEFAULT_ATTN_MAX_ABS`] for attention probabilities; token ids must be equal.
+/// [`DEFAULT_ATTN_MAX_ABS`] for attention probabilities and sink masses; token ids must be equal.
 pub fn default_tolerances() -> BTreeMap<String, Tolerance> {
     let nmse = Tolerance {
         nmse: Some(DEFAULT_VECTOR_NMSE),
@@ -58,13 +58,15 @@ pub fn default_tolerances() -> BTreeMap<String, Tolerance> {
     for k in NMSE_KINDS {
         t.insert(k.to_string(), nmse);
     }
-    t.insert(
-        "attn".into(),
-        Tolerance {
-            nmse: None,
-            max_abs: Some(DEFAULT_ATTN_MAX_ABS),
-        },
-    );
+    for probabilities in ["attn", "sink"] {
+        t.insert(
+            probabilities.into(),
+            Tolerance {
+                nmse: None,
+                max_abs: Some(DEFAULT_ATTN_MAX_ABS),
+            },
+        );
+    }
     t.insert(
         "ids".into(),
         Tolerance {

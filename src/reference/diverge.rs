@@ -364,7 +364,7 @@ pub fn diverge(
             continue;
         };
         let kind = kind_of(&file);
-        let row0 = if matches!(kind, "attn" | "scores" | "logits") {
+        let row0 = if matches!(kind, "attn" | "sink" | "scores" | "logits") {
             rows.start
         } else {
             0
@@ -378,7 +378,8 @@ pub fn diverge(
     }
     for &l in &layers {
         for kind in LAYER_KINDS {
-            if !listing.tensors.contains_key(&(l, kind)) {
+            let written = kind != "sink" || model.config.sinks;
+            if written && !listing.tensors.contains_key(&(l, kind)) {
                 missing.push(format!("{kind}_L{l}.npy"));
             }
         }
@@ -444,7 +445,7 @@ mod tests {
         // Projections, then RoPE, then attention, then the head outputs and the residual stream.
         assert_eq!(
             LAYER_KINDS,
-            ["q_pre", "k_pre", "v", "q", "k", "scores", "attn", "out", "hidden"]
+            ["q_pre", "k_pre", "v", "q", "k", "scores", "attn", "sink", "out", "hidden"]
         );
     }
 

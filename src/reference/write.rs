@@ -53,13 +53,15 @@ pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
 }
 
 /// Memory the captured results of `req` take over `t` tokens: per captured layer and head the probabilities and
-/// logits of the rows, q and k before and after RoPE, the values and the head output, per captured layer the
-/// residual stream, and the logits of the rows, plus one layer's arrays again while they are stacked for writing.
+/// logits of the rows (and their sink masses), q and k before and after RoPE, the values and the head output, per
+/// captured layer the residual stream, and the logits of the rows, plus one layer's arrays again while they are
+/// stacked for writing.
 fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) -> u64 {
     let c = &model.config;
     let (r, d, dv) = (req.rows.len() as u64, c.head_dim as u64, c.value_dim as u64);
     let t = t as u64;
-    let per_head = 2 * r * t + 5 * t * d + 2 * t * dv;
+    let sink = if c.sinks { r } else { 0 };
+    let per_head = 2 * r * t + sink + 5 * t * d + 2 * t * dv;
     let per_layer = c.n_heads as u64 * per_head + t * c.n_embd as u64;
     let layers = req.layers.len() as u64 + 1;
     let elements = layers
@@ -70,10 +72,12 @@ fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) ->
 
 /// The quantities of one captured layer, in the order the forward pass computes them: the projections (q and k
 /// before RoPE `[heads, T, d]` and `[kv_heads, T, d]`, values `[kv_heads, T, d_v]`), q and k after RoPE,
-/// attention logits and probabilities `[heads, rows, T]`, head outputs `[heads, T, d_v]`, and the residual
-/// stream after the layer `[T, n_embd]`. A layer's file is `{kind}_L{layer}.npy`.
-pub const LAYER_KINDS: [&str; 9] = [
-    "q_pre", "k_pre", "v", "q", "k", "scores", "attn", "out", "hidden",
+/// attention logits and probabilities `[heads, rows, T]`, in a model with attention sinks the sink's column of
+/// the softmax `[heads, rows, 1]` (each row's probabilities over the keys sum to one minus it; absent in other
+/// models), head outputs `[heads, T, d_v]`, and the residual stream after the layer `[T, n_embd]`. A layer's
+/// file is `{kind}_L{layer}.npy`.
+pub const LAYER_KINDS: [&str; 10] = [
+    "q_pre", "k_pre", "v", "q", "k", "scores", "attn", "sink", "out", "hidden",
 ];
 
 /// One array of a reference: its file stem (`attn_L5`, `logits`), shape and values (row-major).
@@ -135,7 +139,7 @@ pub fn compute_reference<T: Real>(
     let t = ids.len();
     let layer_kinds: Vec<&str> = LAYER_KINDS
         .into_iter()
-        .filter(|k| kinds.contains(k))
+        .filter(|k| kinds.contains(k) && (*k != "sink" || c.sinks))
         .collect();
     let captured = if layer_kinds.is_empty() {
         Vec::new()
@@ -188,6 +192,7 @@ pub fn compute_reference<T: Real>(
                 ),
                 "attn" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.probs)),
                 "scores" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.logits)),
+                "sink" => (vec![c.n_heads, r, 1], as_is(&heads, |h| &h.sink_mass)),
                 "q_pre" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q_pre)),
                 "q" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q)),
                 "k_pre" => (

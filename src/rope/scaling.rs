@@ -33,6 +33,9 @@ pub struct Yarn {
     pub beta_slow: f64,
     /// Explicit magnitude; `None` computes `0.1 ln s + 1`.
     pub attention_factor: Option<f64>,
+    /// Whether the ramp's ends are rounded outwards to whole chunks (HF's default `truncate: true`; GPT-OSS
+    /// keeps them fractional).
+    pub truncate: bool,
 }
 
 /// Llama 3.1's RoPE scaling parameters (HF `rope_type = "llama3"`).
@@ -187,16 +190,19 @@ impl Yarn {
         }
     }
 
-    /// The ramp's chunk range `(lo, hi)`.
+    /// The ramp's chunk range `(lo, hi)`, rounded outwards to whole chunks when [`Yarn::truncate`].
     pub fn correction_range(&self, base: f64, rot_dim: usize) -> (f64, f64) {
         let d = rot_dim as f64;
         let dim_of = |rotations: f64| {
             d * (self.original_context as f64 / (rotations * 2.0 * std::f64::consts::PI)).ln()
                 / (2.0 * base.ln())
         };
-        let lo = dim_of(self.beta_fast).floor().max(0.0);
-        let hi = dim_of(self.beta_slow).ceil().min(d - 1.0);
-        (lo, hi)
+        let (lo, hi) = (dim_of(self.beta_fast), dim_of(self.beta_slow));
+        let (lo, hi) = match self.truncate {
+            true => (lo.floor(), hi.ceil()),
+            false => (lo, hi),
+        };
+        (lo.max(0.0), hi.min(d - 1.0))
     }
 
     fn frequencies(&self, base: f64, rot_dim: usize) -> Vec<f64> {
@@ -229,6 +235,7 @@ mod tests {
             beta_fast: 32.0,
             beta_slow: 1.0,
             attention_factor: None,
+            truncate: true,
         }
     }
 
@@ -246,6 +253,29 @@ mod tests {
         }
         assert!((m - (0.1 * 4f64.ln() + 1.0)).abs() < 1e-15);
         assert!(g.windows(2).all(|w| w[0] > w[1]));
+    }
+
+    /// Without truncation (GPT-OSS) the ramp runs between the fractional ends 4.03 and 10.06, where the
+    /// truncated ramp runs from 4 to 11: chunk 4 keeps its frequency either way, chunks 5 to 10 are interpolated
+    /// by other amounts (chunk 10 nearly wholly), chunk 11 wholly in both.
+    #[test]
+    fn yarn_without_truncation_keeps_the_fractional_ends() {
+        let y = Yarn {
+            truncate: false,
+            ..yarn(4.0)
+        };
+        let (lo, hi) = y.correction_range(10_000.0, 32);
+        let at =
+            |r: f64| 32.0 * (2048.0 / (r * 2.0 * std::f64::consts::PI)).ln() / (2.0 * 1e4f64.ln());
+        assert_eq!((lo, hi), (at(32.0), at(1.0)));
+        assert!((4.02..4.04).contains(&lo) && (10.05..10.07).contains(&hi));
+        let (g, _) = Scaling::Yarn(y).frequencies(10_000.0, 32, 0);
+        let (truncated, _) = Scaling::Yarn(yarn(4.0)).frequencies(10_000.0, 32, 0);
+        let plain = plain_frequencies(10_000.0, 32);
+        assert_eq!(g[4], plain[4]);
+        assert!(g[5] < plain[5] && g[5] > plain[5] / 4.0 && g[5] != truncated[5]);
+        assert!(g[10] > plain[10] / 4.0 && g[10] < truncated[10]);
+        assert_eq!(g[11], truncated[11]);
     }
 
     #[test]

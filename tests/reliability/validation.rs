@@ -264,6 +264,7 @@ fn yarn_base_that_makes_the_ramp_degenerate_is_refused() {
         beta_fast: 32.0,
         beta_slow: 1.0,
         attention_factor: None,
+        truncate: true,
     };
     let (freqs, _) = Scaling::Yarn(yarn).frequencies(1.0, 16, 8);
     assert!(freqs.iter().all(|g| g.is_nan()), "{freqs:?}");

@@ -118,6 +118,7 @@ mod tests {
                 scaling: Scaling::None,
             },
             window: None,
+            chunk: None,
         };
         ModelConfig {
             architecture: "gemma2".into(),
@@ -136,6 +137,7 @@ mod tests {
             query_pre_attn_scalar: None,
             attn_scale: 1.0,
             attn_softcap: None,
+            sinks: false,
             final_softcap: None,
             embed_scale: None,
             activation: Activation::Silu,

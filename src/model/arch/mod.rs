@@ -166,7 +166,11 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     // Phi-3's converter writes 0 for "no window" (Phi-4 and others); other families' 0 is refused by
     // `validate::RULES`.
     let window = h.sliding_window.filter(|&w| w > 0);
-    let layer = LayerConfig { rope, window };
+    let layer = LayerConfig {
+        rope,
+        window,
+        chunk: None,
+    };
     Ok(ModelConfig {
         architecture: arch.clone(),
         n_layers: h.n_layers,
@@ -184,6 +188,7 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         query_pre_attn_scalar: None,
         attn_scale: 1.0 / (h.head_dim as f64).sqrt(),
         attn_softcap: None,
+        sinks: false,
         final_softcap: None,
         embed_scale: None,
         activation: Activation::Silu,

@@ -176,6 +176,7 @@ pub fn scaling(file: &GgufFile, h: &Hparams) -> Result<Scaling> {
                 beta_fast: k.yarn_beta_fast.unwrap_or(YARN_BETA_FAST),
                 beta_slow: k.yarn_beta_slow.unwrap_or(YARN_BETA_SLOW),
                 attention_factor: k.yarn_attn_factor,
+                truncate: true,
             }))
         }
         other => Err(Error::NotImplemented {
