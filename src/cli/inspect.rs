@@ -9,6 +9,7 @@ use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
 use crate::model::config::{
     Activation, FeedForward, LayerRope, LogitScale, ModelConfig, Moe, Norm, QkNorm, Residual,
+    Routing,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -385,10 +386,11 @@ fn print_block(b: &BlockReport) {
             m.n_experts,
             m.n_used,
             m.n_ff,
-            if m.normalize {
-                "renormalised to sum 1"
-            } else {
-                "as the softmax gives them"
+            match m.routing {
+                Routing::SoftmaxTopK { normalize: true } =>
+                    "softmax over all, renormalised to sum 1",
+                Routing::SoftmaxTopK { normalize: false } => "softmax over all, as it gives them",
+                Routing::TopKSoftmax => "softmax over the chosen logits",
             }
         );
     }

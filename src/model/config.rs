@@ -4,7 +4,7 @@ use crate::rope::{Pairing, RopeSpec, Scaling};
 use serde::Serialize;
 
 /// Non-linearity of the feed-forward block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Activation {
     /// `x · sigmoid(x)` (llama, qwen, mistral, phi3).
@@ -13,6 +13,14 @@ pub enum Activation {
     GeluTanh,
     /// GELU with the error function, `½x(1 + erf(x/√2))` (gptneox).
     GeluErf,
+    /// GPT-OSS's clamped SwiGLU of a gate `g` and an up projection `u`: `g ← min(g, limit)`,
+    /// `u ← clamp(u, −limit, limit)`, then `(u + 1) · g · σ(alpha · g)`.
+    ClampedSwiglu {
+        /// The sigmoid's slope.
+        alpha: f64,
+        /// The clamp.
+        limit: f64,
+    },
 }
 
 /// The normalisation of the blocks and of the output.
@@ -48,9 +56,23 @@ pub enum LogitScale {
     Multiply(f64),
 }
 
+/// How a router turns a token's logits (one per expert) into the experts it runs and their weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Routing {
+    /// Softmax over every expert, the `n_used` most probable, their probabilities renormalised to sum 1 when
+    /// `normalize` (Qwen 3 MoE).
+    SoftmaxTopK {
+        /// Whether the chosen experts' weights are renormalised.
+        normalize: bool,
+    },
+    /// The `n_used` largest logits, then a softmax over those alone (GPT-OSS).
+    TopKSoftmax,
+}
+
 /// A mixture-of-experts feed-forward block: a router scores every expert per token, the `n_used` best are run
-/// (each a SiLU-gated feed-forward block of width `n_ff`), and their outputs are summed weighted by the router's
-/// softmax probabilities, renormalised over the chosen experts when `normalize`.
+/// (each a gated feed-forward block of width `n_ff` with the model's activation), and their outputs are summed
+/// weighted as the [`Routing`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Moe {
     /// Experts per layer.
@@ -59,8 +81,8 @@ pub struct Moe {
     pub n_used: usize,
     /// Each expert's feed-forward width.
     pub n_ff: usize,
-    /// Whether the chosen experts' weights are renormalised to sum to 1.
-    pub normalize: bool,
+    /// From router logits to chosen experts and weights.
+    pub routing: Routing,
 }
 
 /// The feed-forward block.

@@ -18,7 +18,7 @@ internal_mod! {
 
 pub use arch::SUPPORTED;
 pub use config::{Activation, LayerConfig, ModelConfig};
-use config::{LogitScale, Residual};
+use config::{LogitScale, Residual, Routing};
 pub use memory::MEMORY_LIMIT_VAR;
 pub use prefix::PrefixKv;
 
@@ -438,16 +438,22 @@ impl<T: Real> Model<T> {
     /// (in f64), its `n_used` most probable experts (renormalised to sum 1 when the model says so); each expert
     /// runs once on the rows routed to it, its output is weighted after the down projection and added in
     /// ascending expert order, in f64.
-    fn experts(&self, e: &Experts, h: &[T], rows: usize) -> Vec<T> {
+    fn experts(&self, e: &Experts<T>, h: &[T], rows: usize) -> Vec<T> {
         let c = &self.config;
         let moe = c
             .moe
             .expect("a model with experts has a mixture-of-experts configuration");
         let d = c.n_embd;
-        let logits = project(Step::ProjectGate, &e.router, h, rows, None);
+        let logits = project(
+            Step::ProjectGate,
+            &e.router,
+            h,
+            rows,
+            e.router_bias.as_deref(),
+        );
         let routes: Vec<Vec<(usize, f64)>> = logits
             .chunks(moe.n_experts)
-            .map(|row| route(row, moe.n_used, moe.normalize))
+            .map(|row| route(row, moe.n_used, moe.routing))
             .collect();
         // Each expert's rows (ascending) and their weights, from one pass over the routes.
         let mut by_expert: Vec<Vec<(usize, f64)>> = vec![Vec::new(); moe.n_experts];
@@ -466,12 +472,16 @@ impl<T: Real> Model<T> {
                 .iter()
                 .flat_map(|&(r, _)| h[r * d..(r + 1) * d].iter().copied())
                 .collect();
-            let mut gate = project(Step::ProjectGate, &e.gate[expert], &xs, n, None);
-            let up = project(Step::ProjectUp, &e.up[expert], &xs, n, None);
+            let [b_gate, b_up, b_down] = match &e.biases {
+                Some(b) => b[expert].each_ref().map(|v| Some(v.as_slice())),
+                None => [None; 3],
+            };
+            let mut gate = project(Step::ProjectGate, &e.gate[expert], &xs, n, b_gate);
+            let up = project(Step::ProjectUp, &e.up[expert], &xs, n, b_up);
             time(Step::Activation, || {
                 ops::gated(&mut gate, &up, c.activation)
             });
-            let y = project(Step::ProjectDown, &e.down[expert], &gate, n, None);
+            let y = project(Step::ProjectDown, &e.down[expert], &gate, n, b_down);
             for (&(r, w), y) in picked.iter().zip(y.chunks(d)) {
                 for (o, &v) in out[r * d..(r + 1) * d].iter_mut().zip(y) {
                     *o += v.to_f64_exact() * w;
@@ -568,26 +578,36 @@ fn scale<T: Real>(x: &mut [T], by: Option<f64>) {
     }
 }
 
-/// The experts a token is routed to and their weights: the softmax of its router logits in f64, the `k` most
-/// probable experts (the lower index first among equals), renormalised to sum 1 when `normalize`.
-fn route<T: Real>(logits: &[T], k: usize, normalize: bool) -> Vec<(usize, f64)> {
-    let max = logits
-        .iter()
-        .map(|v| v.to_f64_exact())
-        .fold(f64::NEG_INFINITY, f64::max);
-    let exps: Vec<f64> = logits
-        .iter()
-        .map(|v| (v.to_f64_exact() - max).exp())
-        .collect();
-    let sum: f64 = exps.iter().sum();
+/// The experts a token is routed to and their weights, in f64, as `routing` says: the `k` largest logits (the
+/// lower index first among equals; the softmax keeps their order), weighted by the softmax over every expert
+/// (renormalised to sum 1 when asked) or by the softmax over the chosen logits alone.
+fn route<T: Real>(logits: &[T], k: usize, routing: Routing) -> Vec<(usize, f64)> {
+    let logits: Vec<f64> = logits.iter().map(|v| v.to_f64_exact()).collect();
     let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_by(|&a, &b| exps[b].total_cmp(&exps[a]).then(a.cmp(&b)));
-    let mut chosen: Vec<(usize, f64)> = order[..k].iter().map(|&i| (i, exps[i] / sum)).collect();
-    if normalize {
-        let total: f64 = chosen.iter().map(|(_, p)| p).sum();
-        chosen.iter_mut().for_each(|(_, p)| *p /= total);
+    order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
+    let chosen = &order[..k];
+    let softmax_over = |ids: &[usize]| -> Vec<f64> {
+        let max = ids
+            .iter()
+            .map(|&i| logits[i])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let exps: Vec<f64> = ids.iter().map(|&i| (logits[i] - max).exp()).collect();
+        let sum: f64 = exps.iter().sum();
+        exps.iter().map(|e| e / sum).collect()
+    };
+    match routing {
+        Routing::SoftmaxTopK { normalize } => {
+            let all: Vec<usize> = (0..logits.len()).collect();
+            let probs = softmax_over(&all);
+            let mut picked: Vec<(usize, f64)> = chosen.iter().map(|&i| (i, probs[i])).collect();
+            if normalize {
+                let total: f64 = picked.iter().map(|(_, p)| p).sum();
+                picked.iter_mut().for_each(|(_, p)| *p /= total);
+            }
+            picked
+        }
+        Routing::TopKSoftmax => chosen.iter().copied().zip(softmax_over(chosen)).collect(),
     }
-    chosen
 }
 
 /// `x += y`, element-wise.

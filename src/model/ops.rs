@@ -84,6 +84,8 @@ pub fn activate<T: Real>(x: &mut [T], act: Activation) {
         Activation::Silu => c.iter_mut().for_each(|v| *v = silu(*v)),
         Activation::GeluTanh => c.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
         Activation::GeluErf => c.iter_mut().for_each(|v| *v = gelu_erf(*v)),
+        // The architectures give the clamped SwiGLU only to gated experts (gpt_oss).
+        Activation::ClampedSwiglu { .. } => unreachable!("a clamped SwiGLU needs a gate"),
     });
 }
 
@@ -133,6 +135,14 @@ fn gated_chunk_portable<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
         Activation::Silu => pairs.for_each(|(g, &u)| *g = silu(*g) * u),
         Activation::GeluTanh => pairs.for_each(|(g, &u)| *g = gelu_tanh(*g) * u),
         Activation::GeluErf => pairs.for_each(|(g, &u)| *g = gelu_erf(*g) * u),
+        Activation::ClampedSwiglu { alpha, limit } => {
+            let (alpha, limit) = (T::of_f64(alpha), T::of_f64(limit));
+            pairs.for_each(|(g, &u)| {
+                let x = g.min(limit);
+                let y = u.max(-limit).min(limit);
+                *g = (y + T::one()) * (x * logistic(alpha * x));
+            })
+        }
     }
 }
 

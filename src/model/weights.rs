@@ -87,17 +87,22 @@ pub struct DenseFfn<T> {
     pub b_down: Option<Vec<T>>,
 }
 
-/// A mixture of experts: the router and each expert's SiLU-gated feed-forward block.
+/// A mixture of experts: the router and each expert's gated feed-forward block, with biases where the model
+/// has them (GPT-OSS).
 #[derive(Clone, Debug)]
-pub struct Experts {
+pub struct Experts<T> {
     /// Router, `n_experts × n_embd`: one logit per expert.
     pub router: WeightMatrix,
+    /// Router bias, `n_experts`.
+    pub router_bias: Option<Vec<T>>,
     /// Per expert, the gate projection `n_ff × n_embd`.
     pub gate: Vec<WeightMatrix>,
     /// Per expert, the up projection `n_ff × n_embd`.
     pub up: Vec<WeightMatrix>,
     /// Per expert, the down projection `n_embd × n_ff`.
     pub down: Vec<WeightMatrix>,
+    /// Per expert, the gate, up and down biases (`n_ff`, `n_ff`, `n_embd`).
+    pub biases: Option<Vec<[Vec<T>; 3]>>,
 }
 
 /// A block's feed-forward weights.
@@ -106,7 +111,7 @@ pub enum FfnWeights<T> {
     /// One feed-forward block for every token.
     Dense(DenseFfn<T>),
     /// A mixture of experts.
-    Experts(Experts),
+    Experts(Experts<T>),
 }
 
 /// All weights of a model.
@@ -176,6 +181,18 @@ impl Loader<'_> {
         })
     }
 
+    /// The `n` experts' bias vectors of `len` elements each in one tensor `name` (ggml dims `[len, n]`).
+    fn expert_vectors<T: Real>(&self, name: &str, len: usize, n: usize) -> Result<Vec<Vec<T>>> {
+        self.checked(name, &[len, n])?;
+        let all: Vec<T> = self
+            .file
+            .dequantize_f32(name)?
+            .into_iter()
+            .map(T::of_f32)
+            .collect();
+        Ok(all.chunks(len).map(<[T]>::to_vec).collect())
+    }
+
     fn vector_opt<T: Real>(&self, name: &str, len: usize) -> Result<Option<Vec<T>>> {
         if self.has(name) {
             self.vector(name, len).map(Some)
@@ -243,12 +260,27 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         )
     };
     let ffn = match c.moe {
-        Some(moe) => FfnWeights::Experts(Experts {
-            router: ld.matrix(&n("ffn_gate_inp.weight"), moe.n_experts, d)?,
-            gate: ld.experts(&n("ffn_gate_exps.weight"), moe.n_ff, d, moe.n_experts)?,
-            up: ld.experts(&n("ffn_up_exps.weight"), moe.n_ff, d, moe.n_experts)?,
-            down: ld.experts(&n("ffn_down_exps.weight"), d, moe.n_ff, moe.n_experts)?,
-        }),
+        Some(moe) => {
+            let (ne, ff) = (moe.n_experts, moe.n_ff);
+            let biases = match ld.has(&n("ffn_gate_exps.bias")) {
+                true => {
+                    let gate = ld.expert_vectors(&n("ffn_gate_exps.bias"), ff, ne)?;
+                    let up = ld.expert_vectors(&n("ffn_up_exps.bias"), ff, ne)?;
+                    let down = ld.expert_vectors(&n("ffn_down_exps.bias"), d, ne)?;
+                    let each = gate.into_iter().zip(up).zip(down);
+                    Some(each.map(|((g, u), dn)| [g, u, dn]).collect())
+                }
+                false => None,
+            };
+            FfnWeights::Experts(Experts {
+                router: ld.matrix(&n("ffn_gate_inp.weight"), ne, d)?,
+                router_bias: ld.vector_opt(&n("ffn_gate_inp.bias"), ne)?,
+                gate: ld.experts(&n("ffn_gate_exps.weight"), ff, d, ne)?,
+                up: ld.experts(&n("ffn_up_exps.weight"), ff, d, ne)?,
+                down: ld.experts(&n("ffn_down_exps.weight"), d, ff, ne)?,
+                biases,
+            })
+        }
         None => FfnWeights::Dense(dense_ffn(ld, c, i)?),
     };
     let qk_widths = match c.qk_norm {

@@ -209,7 +209,7 @@ fn inspect_reports_nope_layers_block_layouts_and_assumptions() {
     let moe = inspect("qwen3-moe")["block"]["moe"].clone();
     assert_eq!(moe["n_experts"], 8);
     assert_eq!(moe["n_used"], 2);
-    assert_eq!(moe["normalize"], true);
+    assert_eq!(moe["routing"]["softmax-top-k"]["normalize"], true);
     assert_eq!(inspect("granite")["block"]["logit_scale"]["divide"], 8.0);
     assert_eq!(inspect("cohere2")["block"]["logit_scale"]["multiply"], 0.25);
     assert!(inspect("llama")["assumptions"]

@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::gguf::Hparams;
-use crate::model::config::{ModelConfig, Moe, QkNorm};
+use crate::model::config::{ModelConfig, Moe, QkNorm, Routing};
 
 /// Configuration of a Qwen 2 (`qk_norm = false`) or Qwen 3 (`qk_norm = true`, per head) model.
 pub fn config(mut base: ModelConfig, qk_norm: bool) -> ModelConfig {
@@ -46,7 +46,7 @@ pub fn config_moe(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
         n_experts,
         n_used,
         n_ff: count(Some(n_ff), "expert_feed_forward_length")?,
-        normalize: true,
+        routing: Routing::SoftmaxTopK { normalize: true },
     });
     Ok(c)
 }
