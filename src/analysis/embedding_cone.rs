@@ -47,7 +47,7 @@ pub struct EmbeddingCone {
 pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> EmbeddingCone {
     let c = &model.config;
     let w = model.weights();
-    let (n, hd) = (token_ids.len(), c.head_dim);
+    let n = token_ids.len();
     let rows: Vec<Vec<T>> = token_ids
         .iter()
         .map(|&t| w.token_embd.row(t as usize))
@@ -55,7 +55,10 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
     let embeddings = cone_spread(&rows.iter().map(|r| to_f64(r)).collect::<Vec<_>>());
     let mut queries = Vec::with_capacity(c.n_layers * c.n_heads);
     let mut keys = Vec::with_capacity(c.n_layers * c.n_heads);
-    for lw in &w.layers {
+    for (l, (lw, lc)) in w.layers.iter().zip(&c.layers).enumerate() {
+        let (hd, kvh) = (lc.head_dim(), lc.n_kv_heads);
+        // A layer that attends over an earlier layer's keys has that layer's key projection and norm.
+        let kl = &w.layers[lc.kv_from.unwrap_or(l)];
         let x: Vec<T> = match &lw.attn_norm {
             // RMSNorm's division by a per-row scalar does not change angles; LayerNorm's mean and bias do, so it
             // is applied in full.
@@ -67,17 +70,18 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
             None => rows.concat(),
         };
         let q = lw.wq.apply(&x, n, lw.bq.as_deref());
-        let k = lw.wk.apply(&x, n, lw.bk.as_deref());
-        let (qn, kn) = match &lw.qk_norm {
-            Some((qn, kn)) => (Some(qn.as_slice()), Some(kn.as_slice())),
-            None => (None, None),
-        };
-        let kv_spreads: Vec<Option<Spread>> = (0..c.n_kv_heads)
-            .map(|g| head_spread(&k, n, c.n_kv_heads * hd, g, hd, kn))
+        let wk = kl
+            .wk
+            .as_ref()
+            .expect("a layer whose keys are not reused has its key projection");
+        let k = wk.apply(&x, n, kl.bk.as_deref());
+        let (qn, kn) = (lw.q_norm.as_deref(), kl.k_norm.as_deref());
+        let kv_spreads: Vec<Option<Spread>> = (0..kvh)
+            .map(|g| head_spread(&k, n, kvh * hd, g, hd, kn))
             .collect();
         for h in 0..c.n_heads {
             queries.push(head_spread(&q, n, c.n_heads * hd, h, hd, qn));
-            keys.push(kv_spreads[h / c.group_size()]);
+            keys.push(kv_spreads[h / (c.n_heads / kvh)]);
         }
     }
     EmbeddingCone {

@@ -91,6 +91,8 @@ struct BlockReport {
     feed_forward: FeedForward,
     /// The feed-forward non-linearity.
     activation: Activation,
+    /// Whether every head has a learned sink logit: one more softmax entry per row, attached to no key.
+    sinks: bool,
     /// The mixture of experts in place of the feed-forward block, if any.
     moe: Option<Moe>,
     /// Multiplier of the token embeddings.
@@ -114,6 +116,7 @@ impl BlockReport {
             residual: c.residual,
             feed_forward: c.feed_forward,
             activation: c.activation,
+            sinks: c.sinks,
             moe: c.moe,
             embedding_scale: c.embed_scale,
             residual_scale: c.residual_scale,
@@ -378,8 +381,16 @@ fn print_block(b: &BlockReport) {
         b.norm_placement,
         serde_name(&b.residual),
         serde_name(&b.feed_forward),
-        serde_name(&b.activation),
+        match b.activation {
+            Activation::ClampedSwiglu { alpha, limit } => {
+                format!("clamped-swiglu (slope {alpha}, clamp {limit})")
+            }
+            other => serde_name(&other),
+        },
     );
+    if b.sinks {
+        println!("sinks           every head has a learned sink logit: one more softmax entry per row, no value");
+    }
     if let Some(m) = &b.moe {
         println!(
             "experts         {} per layer, {} per token, each {} wide; chosen weights {}",

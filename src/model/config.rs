@@ -161,11 +161,20 @@ pub enum QkNorm {
     Projection,
 }
 
-/// Per-layer attention geometry.
+/// Per-layer attention geometry. The query/key head dimension is the RoPE's ([`LayerConfig::head_dim`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayerConfig {
     /// Rotary embedding of this layer.
     pub rope: LayerRope,
+    /// Key/value heads.
+    pub n_kv_heads: usize,
+    /// Value head dimension.
+    pub value_dim: usize,
+    /// Feed-forward width.
+    pub n_ff: usize,
+    /// The earlier layer whose keys and values this layer attends over instead of projecting its own (Gemma
+    /// 4's KV sharing); `None` for a layer with its own.
+    pub kv_from: Option<usize>,
     /// Sliding-window size, `None` for global attention.
     pub window: Option<usize>,
     /// Chunked attention: each query sees only the keys of its own block of this many positions (Llama 4's
@@ -182,15 +191,16 @@ pub struct ModelConfig {
     pub n_layers: usize,
     /// Residual width.
     pub n_embd: usize,
-    /// Feed-forward width.
+    /// Feed-forward width of layer 0 (as `n_kv_heads`).
     pub n_ff: usize,
     /// Query heads.
     pub n_heads: usize,
-    /// Key/value heads.
+    /// Key/value heads of layer 0 (of every layer unless [`ModelConfig::uniform_layers`] says otherwise: then
+    /// [`LayerConfig`] has each layer's).
     pub n_kv_heads: usize,
-    /// Query/key head dimension.
+    /// Query/key head dimension of layer 0 (as `n_kv_heads`).
     pub head_dim: usize,
-    /// Value head dimension.
+    /// Value head dimension of layer 0 (as `n_kv_heads`).
     pub value_dim: usize,
     /// Vocabulary size.
     pub vocab_size: usize,
@@ -222,6 +232,13 @@ pub struct ModelConfig {
     pub attn_scale: f64,
     /// Attention logit soft-capping `c · tanh(x / c)`.
     pub attn_softcap: Option<f64>,
+    /// Whether each layer's values are normalised per head by an RMSNorm without gains (Gemma 4).
+    pub v_norm: bool,
+    /// Whether a layer without a value projection (`attn_v.weight`) takes its values from its keys' projection,
+    /// before the keys' norm and RoPE (Gemma 4's `attention_k_eq_v` global layers).
+    pub keys_as_values: bool,
+    /// Width of each layer's per-layer input (Gemma 4's PLE), when the model has them.
+    pub per_layer_input: Option<usize>,
     /// Whether every head has a learned sink logit (GPT-OSS's `attn_sinks`): one more softmax entry per row,
     /// attached to no key.
     pub sinks: bool,
@@ -237,12 +254,34 @@ pub struct ModelConfig {
     pub pre_norms: bool,
     /// RMSNorm after the attention and feed-forward blocks, before the residual add (gemma2, gemma3, olmo2).
     pub post_norms: bool,
+    /// The GGUF name of each block's feed-forward pre-norm: `ffn_norm`, or `post_attention_norm` where the
+    /// converter names it so (GPT-OSS).
+    #[serde(skip)]
+    pub ffn_norm_tensor: &'static str,
+}
+
+impl LayerConfig {
+    /// Query/key head dimension.
+    pub fn head_dim(&self) -> usize {
+        self.rope.head_dim
+    }
 }
 
 impl ModelConfig {
     /// Query heads per key/value head.
     pub fn group_size(&self) -> usize {
         self.n_heads / self.n_kv_heads
+    }
+
+    /// Whether every layer has the model's head dimensions, key/value heads and feed-forward width (all but
+    /// Gemma 4, whose global layers have wider heads and fewer key/value heads).
+    pub fn uniform_layers(&self) -> bool {
+        self.layers.iter().all(|l| {
+            l.head_dim() == self.head_dim
+                && l.n_kv_heads == self.n_kv_heads
+                && l.value_dim == self.value_dim
+                && l.n_ff == self.n_ff
+        })
     }
 
     /// The most RoPE chunks (2-D frequency pairs) of any layer: the length of a per-chunk mask or spectrum.

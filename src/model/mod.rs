@@ -34,7 +34,7 @@ use matrix::WeightMatrix;
 use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
-use weights::{DenseFfn, Experts, FfnWeights, LayerWeights, NormWeights, Weights};
+use weights::{DenseFfn, Experts, FfnWeights, LayerWeights, NormWeights, PerLayerInputs, Weights};
 
 /// A model ready to run in precision `T`.
 pub struct Model<T> {
@@ -145,11 +145,11 @@ impl<T: Real> Model<T> {
         let start = match prefix {
             Some(p) => {
                 let start = p.reusable_rows(ids, opts)?;
-                let (kw, vw) = (c.n_kv_heads * c.head_dim, c.n_kv_heads * c.value_dim);
-                let fits = |kv: &LayerKv<T>| {
+                let fits = |(kv, lc): (&LayerKv<T>, &LayerConfig)| {
+                    let (kw, vw) = (lc.n_kv_heads * lc.head_dim(), lc.n_kv_heads * lc.value_dim);
                     kv.k.len() == t * kw && kv.k_pre.len() == t * kw && kv.v.len() == t * vw
                 };
-                if p.layers.len() != c.layers.len() || !p.layers.iter().all(fits) {
+                if p.layers.len() != c.layers.len() || !p.layers.iter().zip(&c.layers).all(fits) {
                     return Err(Error::Argument(
                         "the kept keys and values are not of this model".into(),
                     ));
@@ -177,6 +177,23 @@ impl<T: Real> Model<T> {
         }
         let mut x = time(Step::Embed, || self.embed(&ids[start..]));
         ensure_finite(&x, c.n_embd, start, Site::Embeddings, "the embedding rows")?;
+        let per_layer_inputs = match &self.weights.per_layer_inputs {
+            Some(p) => {
+                let inputs = time(Step::Embed, || self.per_layer_inputs(p, &ids[start..], &x));
+                let width = inputs.len() / (t - start).max(1);
+                ensure_finite(
+                    &inputs,
+                    width,
+                    start,
+                    Site::Embeddings,
+                    "the per-layer inputs",
+                )?;
+                Some(inputs)
+            }
+            None => None,
+        };
+        // The keys and values of the layers that later layers attend over (Gemma 4's KV sharing).
+        let mut shared: Vec<Option<LayerKv<T>>> = vec![None; c.layers.len()];
         let mut tables: Vec<(RopeSpec, RopeTable<T>)> = Vec::new();
         for (l, (lc, lw)) in c.layers.iter().zip(&self.weights.layers).enumerate() {
             crate::interrupt::check()?;
@@ -189,13 +206,17 @@ impl<T: Real> Model<T> {
                     tables.len() - 1
                 }
             };
+            let producer = c.layers.iter().any(|later| later.kv_from == Some(l));
             let resume = Resume {
+                layer: l,
                 start,
                 prefix: prefix.map(|p| &p.layers[l]),
-                keep: keep.is_some(),
+                shared: lc.kv_from.and_then(|src| shared[src].as_ref()),
+                keep: keep.is_some() || producer,
                 // The last layer's output feeds only the logits and a residual capture.
                 finish: l + 1 < c.layers.len() || !rows.is_empty() || plan.residual,
             };
+            let inputs = per_layer_inputs.as_deref();
             let kept = self.layer(
                 l,
                 lc,
@@ -204,11 +225,17 @@ impl<T: Real> Model<T> {
                 opts,
                 plan,
                 resume,
-                &mut x,
+                (&mut x, inputs),
                 capture,
             )?;
-            if let Some(keep) = keep.as_deref_mut() {
-                keep.push(kept.expect("kept when asked"));
+            match (keep.as_deref_mut(), producer) {
+                (Some(keep), true) => {
+                    keep.push(kept.clone().expect("kept when asked"));
+                    shared[l] = kept;
+                }
+                (Some(keep), false) => keep.push(kept.expect("kept when asked")),
+                (None, true) => shared[l] = kept,
+                (None, false) => {}
             }
         }
         crate::interrupt::check()?;
@@ -246,9 +273,10 @@ impl<T: Real> Model<T> {
         x
     }
 
-    /// One block over the rows of the residual stream `x`. The stream is kept in f64 whatever `T`: each block
-    /// reads it through a norm rounded once to `T` and adds its output in f64, so the f32 engine's rounding does
-    /// not accumulate along the stream over the layers (the f64 engine computes the same numbers either way).
+    /// One block over the rows of the residual stream `x`, with the rows of the per-layer inputs where the model
+    /// has them (`[rows, n_layers · P]`). The stream is kept in f64 whatever `T`: each block reads it through a
+    /// norm rounded once to `T` and adds its output in f64, so the f32 engine's rounding does not accumulate along
+    /// the stream over the layers (the f64 engine computes the same numbers either way).
     #[allow(clippy::too_many_arguments)]
     fn layer<C: Capture<T>>(
         &self,
@@ -259,58 +287,60 @@ impl<T: Real> Model<T> {
         opts: &ForwardOptions,
         plan: LayerPlan,
         resume: Resume<'_, T>,
-        x: &mut [f64],
+        (x, per_layer_inputs): (&mut [f64], Option<&[T]>),
         capture: &mut C,
     ) -> Result<Option<LayerKv<T>>> {
         let c = &self.config;
         // `x` holds positions `start..t`, the ones this pass computes.
-        let (rows, hd, vd) = (x.len() / c.n_embd, c.head_dim, c.value_dim);
+        let (rows, hd, vd, kvh) = (
+            x.len() / c.n_embd,
+            lc.head_dim(),
+            lc.value_dim,
+            lc.n_kv_heads,
+        );
         let (start, t) = (resume.start, resume.start + rows);
+        let qw = c.n_heads * hd;
+        let keep = opts.rope_keep.as_deref();
+        let site = Site::Layer(l);
 
         let h = pre_normed(x, w.attn_norm.as_ref(), c.norm_eps);
         let mut q = project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref());
-        let mut k = project(Step::ProjectK, &w.wk, &h, rows, w.bk.as_deref());
-        let mut v = project(Step::ProjectV, &w.wv, &h, rows, w.bv.as_deref());
-        if let Some((qn, kn)) = &w.qk_norm {
+        if let Some(qn) = &w.q_norm {
             time(Step::Norm, || {
-                ops::rms_norm_segments(&mut q, qn, c.norm_eps);
-                ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+                ops::rms_norm_segments(&mut q, qn, c.norm_eps)
             });
         }
-        let keeping = resume.keep;
-        let (mut q_pre, mut k_pre) = time(Step::Rope, || {
-            let q_pre = if plan.vectors { q.clone() } else { Vec::new() };
-            let k_pre = if plan.vectors || keeping {
-                k.clone()
-            } else {
-                Vec::new()
-            };
-            let keep = opts.rope_keep.as_deref();
-            rotate_all(&mut q, c.n_heads * hd, hd, table, start, keep);
-            rotate_all(&mut k, c.n_kv_heads * hd, hd, table, start, keep);
-            (q_pre, k_pre)
+        let mut q_pre = match plan.vectors {
+            true => q.clone(),
+            false => Vec::new(),
+        };
+        time(Step::Rope, || {
+            rotate_all(&mut q, qw, hd, table, start, keep)
         });
-        let site = Site::Layer(l);
-        ensure_finite(&q, c.n_heads * hd, start, site, "the post-RoPE queries")?;
-        ensure_finite(&k, c.n_kv_heads * hd, start, site, "the post-RoPE keys")?;
-        ensure_finite(&v, c.n_kv_heads * vd, start, site, "the values")?;
-        if let Some(p) = resume.prefix.filter(|_| start > 0) {
-            // The whole sequence's keys and values: the reused positions' from the prefix; queries there are
-            // not computed (zero).
-            let (qw, kw, vw) = (c.n_heads * hd, c.n_kv_heads * hd, c.n_kv_heads * vd);
-            k = [&p.k[..start * kw], &k].concat();
-            v = [&p.v[..start * vw], &v].concat();
+        ensure_finite(&q, qw, start, site, "the post-RoPE queries")?;
+        if start > 0 {
+            // Queries of the reused positions are not computed (zero).
             q = [&vec![T::zero(); start * qw], &q[..]].concat();
             if plan.vectors {
-                k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
                 q_pre = [&vec![T::zero(); start * qw], &q_pre[..]].concat();
             }
         }
-        let kept = keeping.then(|| LayerKv {
+        let (k, k_pre, v) = match resume.shared {
+            // An earlier layer's keys and values, over the whole sequence.
+            Some(kv) => (kv.k.clone(), kv.k_pre.clone(), kv.v.clone()),
+            None => {
+                self.own_keys_and_values(w, &h, (start, rows), (hd, vd), table, opts, resume)?
+            }
+        };
+        let kept = resume.keep.then(|| LayerKv {
             k: k.clone(),
             k_pre: k_pre.clone(),
             v: v.clone(),
         });
+        let k_pre = match plan.vectors {
+            true => k_pre,
+            false => Vec::new(),
+        };
 
         let template = HeadInfo {
             layer: l,
@@ -329,7 +359,7 @@ impl<T: Real> Model<T> {
             n_tokens: t,
             first_row: start,
             n_heads: c.n_heads,
-            n_kv_heads: c.n_kv_heads,
+            n_kv_heads: kvh,
             softcap: c.attn_softcap,
             sinks: w.sinks.as_deref(),
         };
@@ -380,6 +410,31 @@ impl<T: Real> Model<T> {
                 add_to_stream(x, &o)
             });
         }
+        if let (Some(block), Some(inputs)) = (&w.per_layer, per_layer_inputs) {
+            let p = block.gate.rows();
+            let mine: Vec<T> = inputs
+                .chunks(c.n_layers * p)
+                .flat_map(|row| row[l * p..(l + 1) * p].iter().copied())
+                .collect();
+            let mut gate = project(
+                Step::ProjectGate,
+                &block.gate,
+                &pre_normed(x, None, 0.0),
+                rows,
+                None,
+            );
+            time(Step::Activation, || {
+                ops::gated(&mut gate, &mine, c.activation)
+            });
+            let mut y = project(Step::ProjectDown, &block.proj, &gate, rows, None);
+            time(Step::Norm, || {
+                ops::rms_norm_segments(&mut y, &block.norm, c.norm_eps)
+            });
+            time(Step::Activation, || add_to_stream(x, &y));
+        }
+        if let Some(s) = w.output_scale {
+            x.par_iter_mut().for_each(|v| *v *= s);
+        }
         ensure_finite(
             x,
             c.n_embd,
@@ -392,6 +447,81 @@ impl<T: Real> Model<T> {
             capture.residual(l, &stream);
         }
         Ok(kept)
+    }
+
+    /// A layer's own keys (before and after RoPE) and values from its normed input `h` of `rows` positions from
+    /// `start`, over the whole sequence (the reused positions' from the prefix in a resumed pass): projected
+    /// (the values from the keys' projection where the layer has no value projection), normed (QK-norm, the
+    /// values' gainless norm) and the keys rotated.
+    #[allow(clippy::too_many_arguments)]
+    fn own_keys_and_values(
+        &self,
+        w: &LayerWeights<T>,
+        h: &[T],
+        (start, rows): (usize, usize),
+        (hd, vd): (usize, usize),
+        table: &RopeTable<T>,
+        opts: &ForwardOptions,
+        resume: Resume<'_, T>,
+    ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
+        let c = &self.config;
+        let wk =
+            w.wk.as_ref()
+                .expect("a layer that does not reuse keys has its key projection");
+        let mut k = project(Step::ProjectK, wk, h, rows, w.bk.as_deref());
+        let kw = k.len() / rows.max(1);
+        let mut v = match &w.wv {
+            Some(wv) => project(Step::ProjectV, wv, h, rows, w.bv.as_deref()),
+            None => k.clone(),
+        };
+        let vw = v.len() / rows.max(1);
+        time(Step::Norm, || {
+            if let Some(kn) = &w.k_norm {
+                ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+            }
+            if c.v_norm {
+                ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.norm_eps);
+            }
+        });
+        let mut k_pre = k.clone();
+        let keep = opts.rope_keep.as_deref();
+        time(Step::Rope, || {
+            rotate_all(&mut k, kw, hd, table, start, keep)
+        });
+        let site = Site::Layer(resume.layer);
+        ensure_finite(&k, kw, start, site, "the post-RoPE keys")?;
+        ensure_finite(&v, vw, start, site, "the values")?;
+        if let Some(p) = resume.prefix.filter(|_| start > 0) {
+            // The whole sequence's keys and values: the reused positions' from the prefix.
+            k = [&p.k[..start * kw], &k].concat();
+            v = [&p.v[..start * vw], &v].concat();
+            k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
+        }
+        Ok((k, k_pre, v))
+    }
+
+    /// The per-layer inputs of `ids` (Gemma 4's PLE), `[rows, n_layers · P]`: each layer's slice of the projected
+    /// embeddings `x` (the stream's first rows), normed, plus its slice of the per-layer token embeddings scaled by
+    /// `√P`, the sum divided by `√2`, in HF's order of operations.
+    fn per_layer_inputs(&self, p: &PerLayerInputs<T>, ids: &[u32], x: &[f64]) -> Vec<T> {
+        let c = &self.config;
+        let (rows, width) = (ids.len(), p.model_proj.rows());
+        let x: Vec<T> = x.iter().map(|&v| T::of_f64(v)).collect();
+        let mut proj = project(Step::ProjectGate, &p.model_proj, &x, rows, None);
+        let scale = T::of_f64(1.0 / (c.n_embd as f64).sqrt());
+        proj.iter_mut().for_each(|v| *v = *v * scale);
+        ops::rms_norm_segments(&mut proj, &p.norm, c.norm_eps);
+        let token_scale = T::of_f64((p.norm.len() as f64).sqrt());
+        let half = T::of_f64(std::f64::consts::FRAC_1_SQRT_2);
+        let mut row = vec![T::zero(); width];
+        for (i, &id) in ids.iter().enumerate() {
+            let id = id as usize;
+            p.token_embd.dequantize_rows(id..id + 1, &mut row);
+            for (o, &e) in proj[i * width..(i + 1) * width].iter_mut().zip(&row) {
+                *o = (*o + e * token_scale) * half;
+            }
+        }
+        proj
     }
 
     /// The feed-forward block on `rows` normed rows `h`, through its post-norm and residual scale.
@@ -523,13 +653,16 @@ impl<T: Real> Model<T> {
     }
 }
 
-/// What of a layer a pass computes: positions from 0, or after the first `start` positions, whose keys and
-/// values are `prefix`'s; `keep` asks the layer to return its keys and values; without `finish` it stops after
-/// attention (nothing reads its output).
+/// What of layer `layer` a pass computes: positions from 0, or after the first `start` positions, whose keys
+/// and values are `prefix`'s; the keys and values of an earlier layer it attends over instead of its own
+/// (`shared`, whole-sequence); `keep` asks the layer to return its keys and values; without `finish` it stops
+/// after attention (nothing reads its output).
 #[derive(Clone, Copy)]
 struct Resume<'a, T> {
+    layer: usize,
     start: usize,
     prefix: Option<&'a LayerKv<T>>,
+    shared: Option<&'a LayerKv<T>>,
     keep: bool,
     finish: bool,
 }

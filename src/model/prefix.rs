@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::model::ForwardOptions;
 
 /// One layer's keys after RoPE, keys before RoPE and values, `[T, n_kv_heads · dim]` row-major each.
+#[derive(Clone)]
 pub(crate) struct LayerKv<T> {
     pub(crate) k: Vec<T>,
     pub(crate) k_pre: Vec<T>,

@@ -41,20 +41,23 @@ pub struct LayerWeights<T> {
     pub attn_norm: Option<NormWeights<T>>,
     /// Query projection, `(n_heads · head_dim) × n_embd`.
     pub wq: WeightMatrix,
-    /// Key projection, `(n_kv_heads · head_dim) × n_embd`.
-    pub wk: WeightMatrix,
-    /// Value projection, `(n_kv_heads · value_dim) × n_embd`.
-    pub wv: WeightMatrix,
+    /// Key projection, `(n_kv_heads · head_dim) × n_embd`; `None` on a layer that attends over an earlier
+    /// layer's keys and values ([`super::LayerConfig::kv_from`]).
+    pub wk: Option<WeightMatrix>,
+    /// Value projection, `(n_kv_heads · value_dim) × n_embd`; `None` where the values are the keys' projection
+    /// (Gemma 4's global layers), or reused.
+    pub wv: Option<WeightMatrix>,
     /// Optional projection biases (qwen2).
     pub bq: Option<Vec<T>>,
     /// Key bias.
     pub bk: Option<Vec<T>>,
     /// Value bias.
     pub bv: Option<Vec<T>>,
-    /// Query and key RMSNorm gains, when the model has QK-norm: `head_dim` each for a per-head norm, the
-    /// projections' widths for a norm over the whole projection. Each applies to consecutive segments of its
-    /// own length.
-    pub qk_norm: Option<(Vec<T>, Vec<T>)>,
+    /// Query RMSNorm gains, when the model has QK-norm: `head_dim` for a per-head norm, the projection's width
+    /// for a norm over the whole projection. It applies to consecutive segments of its own length.
+    pub q_norm: Option<Vec<T>>,
+    /// Key RMSNorm gains, as `q_norm` (absent where the keys are reused).
+    pub k_norm: Option<Vec<T>>,
     /// Each query head's sink logit (GPT-OSS).
     pub sinks: Option<Vec<f64>>,
     /// Output projection, `n_embd × (n_heads · value_dim)`.
@@ -70,6 +73,34 @@ pub struct LayerWeights<T> {
     pub ffn: FfnWeights<T>,
     /// RMSNorm after the feed-forward block (gemma2, gemma3, olmo2).
     pub post_ffn_norm: Option<Vec<T>>,
+    /// The per-layer input block (Gemma 4), when the model has per-layer inputs.
+    pub per_layer: Option<PerLayerBlock<T>>,
+    /// Multiplier of the whole residual stream after the block (Gemma 4's `layer_output_scale`).
+    pub output_scale: Option<f64>,
+}
+
+/// A block's per-layer input (Gemma 4's PLE): `x ← x + norm(proj(gelu(gate · x) ⊙ p_l))`, with `p_l` the layer's
+/// slice of the per-layer inputs ([`PerLayerInputs`]).
+#[derive(Clone, Debug)]
+pub struct PerLayerBlock<T> {
+    /// Gate, `P × n_embd`.
+    pub gate: WeightMatrix,
+    /// Projection back to the stream, `n_embd × P`.
+    pub proj: WeightMatrix,
+    /// RMSNorm gains of the projection's output, `n_embd`.
+    pub norm: Vec<T>,
+}
+
+/// The per-layer inputs of every token (Gemma 4's PLE): for layer `l`, `((norm(W h₀ / √n_embd)_l ⊙ g) +
+/// E[id]_l · √P) / √2`, with `h₀` the token's scaled embedding.
+#[derive(Clone, Debug)]
+pub struct PerLayerInputs<T> {
+    /// Per-layer token embeddings, `vocab × (n_layers · P)`.
+    pub token_embd: WeightMatrix,
+    /// Projection of the embedding, `(n_layers · P) × n_embd`.
+    pub model_proj: WeightMatrix,
+    /// RMSNorm gains shared by every layer's slice, `P`.
+    pub norm: Vec<T>,
 }
 
 /// A dense feed-forward block's weights. Matrices are `out × in`.
@@ -127,6 +158,8 @@ pub struct Weights<T> {
     pub output: Option<WeightMatrix>,
     /// Output head bias (phi2).
     pub output_bias: Option<Vec<T>>,
+    /// Per-layer inputs (Gemma 4).
+    pub per_layer_inputs: Option<PerLayerInputs<T>>,
 }
 
 /// Reads tensors of one file, checking shapes.
@@ -229,8 +262,10 @@ impl Loader<'_> {
 
 fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWeights<T>> {
     let n = |s: &str| format!("blk.{i}.{s}");
-    let (d, hd, vd) = (c.n_embd, c.head_dim, c.value_dim);
-    let (q_rows, k_rows, v_rows) = (c.n_heads * hd, c.n_kv_heads * hd, c.n_kv_heads * vd);
+    let lc = &c.layers[i];
+    let (d, hd, vd) = (c.n_embd, lc.head_dim(), lc.value_dim);
+    let (q_rows, k_rows, v_rows) = (c.n_heads * hd, lc.n_kv_heads * hd, lc.n_kv_heads * vd);
+    let own_kv = lc.kv_from.is_none();
     let ((wq, wk, wv), (bq, bk, bv)) = if ld.has(&n("attn_qkv.weight")) {
         let [wq, wk, wv]: [WeightMatrix; 3] = ld
             .split(&n("attn_qkv.weight"), d, &[q_rows, k_rows, v_rows])?
@@ -244,13 +279,18 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             }
             None => (None, None, None),
         };
-        ((wq, wk, wv), biases)
+        ((wq, Some(wk), Some(wv)), biases)
     } else {
+        let matrix_if = |wanted: bool, name: &str, rows: usize| match wanted {
+            true => ld.matrix(&n(name), rows, d).map(Some),
+            false => Ok(None),
+        };
+        let own_v = own_kv && (!c.keys_as_values || ld.has(&n("attn_v.weight")));
         (
             (
                 ld.matrix(&n("attn_q.weight"), q_rows, d)?,
-                ld.matrix(&n("attn_k.weight"), k_rows, d)?,
-                ld.matrix(&n("attn_v.weight"), v_rows, d)?,
+                matrix_if(own_kv, "attn_k.weight", k_rows)?,
+                matrix_if(own_v, "attn_v.weight", v_rows)?,
             ),
             (
                 ld.vector_opt(&n("attn_q.bias"), q_rows)?,
@@ -259,6 +299,13 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             ),
         )
     };
+    if wv.is_none() && own_kv && vd != hd {
+        return Err(Error::Shape {
+            tensor: n("attn_k.weight"),
+            found: vec![d as u64, k_rows as u64],
+            expected: format!("values of {vd} dims from keys of {hd} (no attn_v.weight)"),
+        });
+    }
     let ffn = match c.moe {
         Some(moe) => {
             let (ne, ff) = (moe.n_experts, moe.n_ff);
@@ -288,12 +335,27 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         QkNorm::PerHead => Some((hd, hd)),
         QkNorm::Projection => Some((q_rows, k_rows)),
     };
-    let qk_norm = match qk_widths {
-        Some((qw, kw)) => Some((
-            ld.vector(&n("attn_q_norm.weight"), qw)?,
-            ld.vector(&n("attn_k_norm.weight"), kw)?,
-        )),
+    let (q_norm, k_norm) = match qk_widths {
+        Some((qw, kw)) => (
+            Some(ld.vector(&n("attn_q_norm.weight"), qw)?),
+            match own_kv {
+                true => Some(ld.vector(&n("attn_k_norm.weight"), kw)?),
+                false => None,
+            },
+        ),
+        None => (None, None),
+    };
+    let per_layer = match c.per_layer_input {
+        Some(p) => Some(PerLayerBlock {
+            gate: ld.matrix(&n("inp_gate.weight"), p, d)?,
+            proj: ld.matrix(&n("proj.weight"), d, p)?,
+            norm: ld.vector(&n("post_norm.weight"), d)?,
+        }),
         None => None,
+    };
+    let output_scale = match ld.has(&n("layer_output_scale.weight")) {
+        true => Some(ld.vector::<f64>(&n("layer_output_scale.weight"), 1)?[0]),
+        false => None,
     };
     let norm_if = |wanted: bool, name: &str| -> Result<Option<Vec<T>>> {
         if wanted {
@@ -317,7 +379,8 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         bq,
         bk,
         bv,
-        qk_norm,
+        q_norm,
+        k_norm,
         sinks: match c.sinks {
             true => Some(ld.vector(&n("attn_sinks.weight"), c.n_heads)?),
             false => None,
@@ -325,9 +388,11 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         wo: ld.matrix(&n("attn_output.weight"), d, c.n_heads * vd)?,
         bo: ld.vector_opt(&n("attn_output.bias"), d)?,
         post_attn_norm: norm_if(c.post_norms, "post_attention_norm.weight")?,
-        ffn_norm: block_norm(ffn_reads_own_norm, "ffn_norm")?,
+        ffn_norm: block_norm(ffn_reads_own_norm, c.ffn_norm_tensor)?,
         ffn,
         post_ffn_norm: norm_if(c.post_norms, "post_ffw_norm.weight")?,
+        per_layer,
+        output_scale,
     })
 }
 
@@ -335,16 +400,16 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
 /// (a plain block).
 fn dense_ffn<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<DenseFfn<T>> {
     let n = |s: &str| format!("blk.{i}.{s}");
-    let d = c.n_embd;
+    let (d, n_ff) = (c.n_embd, c.layers[i].n_ff);
     let (gate, up) = match c.feed_forward {
-        FeedForward::Plain => (None, ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?),
+        FeedForward::Plain => (None, ld.matrix(&n("ffn_up.weight"), n_ff, d)?),
         FeedForward::Gated if ld.has(&n("ffn_gate.weight")) => (
-            Some(ld.matrix(&n("ffn_gate.weight"), c.n_ff, d)?),
-            ld.matrix(&n("ffn_up.weight"), c.n_ff, d)?,
+            Some(ld.matrix(&n("ffn_gate.weight"), n_ff, d)?),
+            ld.matrix(&n("ffn_up.weight"), n_ff, d)?,
         ),
         FeedForward::Gated => {
             let [gate, up]: [WeightMatrix; 2] = ld
-                .split(&n("ffn_up.weight"), d, &[c.n_ff, c.n_ff])?
+                .split(&n("ffn_up.weight"), d, &[n_ff, n_ff])?
                 .try_into()
                 .expect("two parts");
             (Some(gate), up)
@@ -353,8 +418,8 @@ fn dense_ffn<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<DenseFfn
     Ok(DenseFfn {
         gate,
         up,
-        b_up: ld.vector_opt(&n("ffn_up.bias"), c.n_ff)?,
-        down: ld.matrix(&n("ffn_down.weight"), d, c.n_ff)?,
+        b_up: ld.vector_opt(&n("ffn_up.bias"), n_ff)?,
+        down: ld.matrix(&n("ffn_down.weight"), d, n_ff)?,
         b_down: ld.vector_opt(&n("ffn_down.bias"), d)?,
     })
 }
@@ -378,6 +443,21 @@ impl<T: Real> Weights<T> {
                 None
             },
             output_bias: ld.vector_opt("output.bias", c.vocab_size)?,
+            per_layer_inputs: match c.per_layer_input {
+                Some(p) => {
+                    let width = c.n_layers.checked_mul(p).ok_or_else(|| Error::Shape {
+                        tensor: "per_layer_token_embd.weight".into(),
+                        found: Vec::new(),
+                        expected: "n_layers · per-layer input width within usize".into(),
+                    })?;
+                    Some(PerLayerInputs {
+                        token_embd: ld.matrix("per_layer_token_embd.weight", c.vocab_size, width)?,
+                        model_proj: ld.matrix("per_layer_model_proj.weight", width, c.n_embd)?,
+                        norm: ld.vector("per_layer_proj_norm.weight", p)?,
+                    })
+                }
+                None => None,
+            },
         })
     }
 }

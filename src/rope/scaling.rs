@@ -120,6 +120,13 @@ pub enum Scaling {
     /// LongRoPE.
     #[serde(rename = "longrope")]
     LongRope(LongRope),
+    /// Proportional RoPE (Gemma 4's global layers; the p-RoPE of *Round and Round We Go!*): the first `rotated`
+    /// chunks keep their plain frequencies `base^(−2l/d)`, the exponent over the whole head, and every later
+    /// chunk has frequency 0, so it passes through unrotated.
+    Proportional {
+        /// Chunks that rotate.
+        rotated: usize,
+    },
 }
 
 /// Plain RoPE frequencies `1 / base^(2l/d)` for `l < d/2`, in HF's order of operations.
@@ -139,6 +146,7 @@ impl Scaling {
             Scaling::Llama3(_) => "llama3",
             Scaling::Yarn(_) => "yarn",
             Scaling::LongRope(_) => "longrope",
+            Scaling::Proportional { .. } => "proportional",
         }
     }
 
@@ -167,6 +175,14 @@ impl Scaling {
                     .map(|(l, a)| 1.0 / (a * base.powf((2 * l) as f64 / d)))
                     .collect();
                 (g, r.attention_factor)
+            }
+            Scaling::Proportional { rotated } => {
+                let g = plain.iter().enumerate();
+                (
+                    g.map(|(l, &g)| if l < *rotated { g } else { 0.0 })
+                        .collect(),
+                    1.0,
+                )
             }
         }
     }

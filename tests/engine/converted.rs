@@ -302,6 +302,42 @@ fn qwen3_moe_routes_tokens_to_their_top_two_experts() {
     check_cases("qwen3-moe", &copies, bars);
 }
 
+/// GPT-OSS: every head's sink takes a share of each row (the case's `sink_L{l}.npy`, `[H, T]`, compared as the
+/// sink column `reference` writes, `[H, T, 1]`; at least a tenth of the rows give it more than 5%); sliding and
+/// global layers alternate; YaRN's ramp between unrounded ends; the router takes the top 2 of its biased logits
+/// and weights them by a softmax over those two (at least 4 distinct experts per layer); the experts' clamped
+/// SwiGLU with biases; biases on Q, K, V and the output.
+#[test]
+fn gpt_oss_sinks_unrounded_yarn_and_clamped_experts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copied_cases("gpt-oss", tmp.path(), |name, from, to| {
+        if name.starts_with("router_ids_") {
+            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
+            ids.sort_unstable();
+            ids.dedup();
+            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+        } else if name.starts_with("sink_") {
+            let a = Array::read(from).unwrap();
+            let mass = a.to_f64();
+            let taken = mass.iter().filter(|&&m| m > 0.05).count();
+            assert!(
+                taken * 10 >= mass.len(),
+                "{name}: {taken} rows of {}",
+                mass.len()
+            );
+            let column = [a.shape.clone(), vec![1]].concat();
+            ropescope::io::npy::write(to, &column, &mass).unwrap();
+        } else if !name.starts_with("router_") {
+            std::fs::copy(from, to).unwrap();
+        }
+    });
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("gpt-oss")),
+        ..F32_BARS
+    };
+    check_cases("gpt-oss", &copies, bars);
+}
+
 /// GLM-4: half of each head rotates, on adjacent pairs (HF interleaves its own cosines; the case's q and k are in
 /// that order and are reordered as for cohere2, over the rotated dims only); pre- and post-norms, q/k/v biases,
 /// fused gate and up.

@@ -5,10 +5,12 @@ mod cohere2;
 mod exaone4;
 pub mod gemma;
 mod glm4;
+mod gpt_oss;
 mod gptneox;
 mod granite;
 pub mod keys;
 mod llama;
+mod moe;
 mod olmo2;
 mod phi2;
 mod phi3;
@@ -27,7 +29,7 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss",
 ];
 
 /// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
@@ -77,6 +79,15 @@ pub fn assumptions(arch: &str) -> &'static [&'static str] {
             "the chosen experts' weights are renormalised to sum 1 (HF's norm_topk_prob of every Qwen 3 MoE \
              release; llama.cpp's loader does the same)",
         ],
+        "gpt-oss" => &[
+            "without attention.sliding_window_pattern, layers 0, 2, 4, ... slide and odd layers are global (as \
+             llama.cpp's loader)",
+            "YaRN's correction range is not rounded to whole chunks (HF's truncate false of every GPT-OSS release; \
+             llama.cpp rounds it)",
+            "the router weights the chosen experts by a softmax over their logits alone (as llama.cpp)",
+            "the experts' SwiGLU clamps the gate above at 7 and the up projection to [-7, 7], with slope 1.702 (as \
+             llama.cpp)",
+        ],
         "cohere2" => &[
             "without attention.sliding_window_pattern, every 4th layer is global (and a NoPE layer) and the \
              others slide (as llama.cpp's loader; the converter writes no pattern)",
@@ -115,6 +126,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "granite" => |c, h| Ok(granite::config(c, h)),
         "exaone4" => exaone4::config,
         "cohere2" => cohere2::config,
+        "gpt-oss" => gpt_oss::config,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -168,6 +180,10 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     let window = h.sliding_window.filter(|&w| w > 0);
     let layer = LayerConfig {
         rope,
+        n_kv_heads: h.n_kv_heads,
+        value_dim: h.value_dim,
+        n_ff,
+        kv_from: None,
         window,
         chunk: None,
     };
@@ -188,7 +204,11 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         query_pre_attn_scalar: None,
         attn_scale: 1.0 / (h.head_dim as f64).sqrt(),
         attn_softcap: None,
+        v_norm: false,
+        keys_as_values: false,
+        per_layer_input: None,
         sinks: false,
+        ffn_norm_tensor: "ffn_norm",
         final_softcap: None,
         embed_scale: None,
         activation: Activation::Silu,

@@ -81,6 +81,7 @@ pub fn tolerances<T: Real>(max_logit: f64, f32: F32Bars) -> BTreeMap<String, Tol
     let mut t = BTreeMap::new();
     t.insert("logits".to_string(), logits);
     t.insert("attn".to_string(), attn);
+    t.insert("sink".to_string(), attn);
     t.insert(
         "ids".to_string(),
         Tolerance {
