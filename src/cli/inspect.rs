@@ -8,7 +8,7 @@
 use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
 use crate::model::config::{
-    Activation, FeedForward, LayerRope, LogitScale, ModelConfig, Moe, Norm, QkNorm, Residual,
+    Activation, FeedForward, LayerConfig, LogitScale, ModelConfig, Moe, Norm, QkNorm, Residual,
     Routing,
 };
 use anyhow::Context;
@@ -64,7 +64,7 @@ struct TensorDataReport {
 struct RopeReport {
     /// Coordinate pairing of the file's Q/K weights (`adjacent` or `half-split`).
     pairing: &'static str,
-    /// Head dimension.
+    /// Head dimension of layer 0 (each layer type states its own).
     head_dim: usize,
     /// Rotated dimensions of the first rotating layer (each layer type states its own).
     rot_dim: usize,
@@ -74,6 +74,10 @@ struct RopeReport {
     query_pre_attn_scalar: Option<f64>,
     /// The layer types.
     layer_types: Vec<LayerTypeReport>,
+    /// Per layer, the earlier layer whose keys and values it attends over (Gemma 4's KV sharing); empty when
+    /// every layer has its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    kv_from: Vec<Option<usize>>,
 }
 
 /// How a block is built, as the forward pass runs it.
@@ -130,6 +134,14 @@ impl BlockReport {
 struct LayerTypeReport {
     /// The layers of this type.
     layers: Vec<usize>,
+    /// Query/key head dimension.
+    head_dim: usize,
+    /// Key/value heads.
+    n_kv_heads: usize,
+    /// Value head dimension.
+    value_dim: usize,
+    /// Feed-forward width.
+    n_ff: usize,
     /// Rotated dimensions; 0 on a NoPE layer, whose queries and keys carry no position.
     rot_dim: usize,
     /// Whether these layers rotate nothing (NoPE).
@@ -152,14 +164,17 @@ struct LayerTypeReport {
 
 impl RopeReport {
     fn of(c: &ModelConfig) -> Self {
-        let mut types: Vec<(LayerRope, Option<usize>, Vec<usize>)> = Vec::new();
+        // Layers of one type share RoPE, window and shapes.
+        let mut types: Vec<(&LayerConfig, Vec<usize>)> = Vec::new();
+        let same = |a: &LayerConfig, b: &LayerConfig| {
+            a.rope == b.rope
+                && a.window == b.window
+                && (a.n_kv_heads, a.value_dim, a.n_ff) == (b.n_kv_heads, b.value_dim, b.n_ff)
+        };
         for (i, l) in c.layers.iter().enumerate() {
-            match types
-                .iter_mut()
-                .find(|(r, w, _)| *r == l.rope && *w == l.window)
-            {
-                Some((_, _, layers)) => layers.push(i),
-                None => types.push((l.rope.clone(), l.window, vec![i])),
+            match types.iter_mut().find(|(t, _)| same(t, l)) {
+                Some((_, layers)) => layers.push(i),
+                None => types.push((l, vec![i])),
             }
         }
         Self {
@@ -172,13 +187,22 @@ impl RopeReport {
                 .map_or(0, |l| l.rope.rot_dim),
             attn_scale: c.attn_scale,
             query_pre_attn_scalar: c.query_pre_attn_scalar,
+            kv_from: match c.layers.iter().any(|l| l.kv_from.is_some()) {
+                true => c.layers.iter().map(|l| l.kv_from).collect(),
+                false => Vec::new(),
+            },
             layer_types: types
                 .into_iter()
-                .map(|(rope, window, layers)| {
+                .map(|(t, layers)| {
+                    let (rope, window) = (t.rope.clone(), t.window);
                     let short = rope.spec(0);
                     let long_above = rope.scaling.switches_above();
                     LayerTypeReport {
                         layers,
+                        head_dim: t.head_dim(),
+                        n_kv_heads: t.n_kv_heads,
+                        value_dim: t.value_dim,
+                        n_ff: t.n_ff,
                         rot_dim: rope.rot_dim,
                         nope: !rope.rotates(),
                         base: rope.base,
@@ -315,6 +339,12 @@ fn print_text(r: &Report) {
 }
 
 fn print_rope(r: &RopeReport) {
+    let shared: Vec<String> = r
+        .kv_from
+        .iter()
+        .enumerate()
+        .filter_map(|(l, src)| src.map(|s| format!("{l} <- {s}")))
+        .collect();
     let scalar = r
         .query_pre_attn_scalar
         .map_or(String::new(), |s| format!(" (query_pre_attn_scalar {s})"));
@@ -322,8 +352,19 @@ fn print_rope(r: &RopeReport) {
         "attention       scale {:.6}{scalar}; RoPE {} pairs over {} of {} dims",
         r.attn_scale, r.pairing, r.rot_dim, r.head_dim
     );
+    let uniform = r.layer_types.windows(2).all(|w| {
+        (w[0].head_dim, w[0].n_kv_heads, w[0].value_dim, w[0].n_ff)
+            == (w[1].head_dim, w[1].n_kv_heads, w[1].value_dim, w[1].n_ff)
+    });
     for t in &r.layer_types {
         let window = t.window.map_or("global".into(), |w| format!("window {w}"));
+        let window = match uniform {
+            true => window,
+            false => format!(
+                "{window}, head dim {} (value {}), {} key-value heads, feed-forward {}",
+                t.head_dim, t.value_dim, t.n_kv_heads, t.n_ff
+            ),
+        };
         if t.nope {
             println!(
                 "  layers {}: NoPE (no rotation: queries and keys carry no position), {window}",
@@ -356,6 +397,17 @@ fn print_rope(r: &RopeReport) {
             g.first().copied().unwrap_or(f64::NAN),
             g.last().copied().unwrap_or(f64::NAN),
         );
+        if let Some(k) = match t.scaling {
+            crate::rope::Scaling::Proportional { rotated } => Some(rotated),
+            _ => None,
+        } {
+            println!(
+                "    proportional RoPE: chunks 0-{} rotate (dims l and l + {}), the other {} have frequency 0",
+                k.saturating_sub(1),
+                t.rot_dim / 2,
+                t.rot_dim / 2 - k
+            );
+        }
         if let (Some(n), Some(long)) = (t.long_above, &t.inv_freq_long) {
             println!(
                 "    above {n} tokens: g from {:.4e} to {:.4e} rad/token",
@@ -363,6 +415,12 @@ fn print_rope(r: &RopeReport) {
                 long.last().copied().unwrap_or(f64::NAN)
             );
         }
+    }
+    if !shared.is_empty() {
+        println!(
+            "  layers attending over an earlier layer's keys and values: {}",
+            shared.join(", ")
+        );
     }
 }
 

@@ -21,12 +21,26 @@ pub struct Hparams {
     pub n_layers: usize,
     /// `{arch}.embedding_length` (model width).
     pub n_embd: usize,
-    /// `{arch}.feed_forward_length`, when present.
+    /// `{arch}.feed_forward_length` of layer 0, when present.
     pub n_ff: Option<usize>,
+    /// `{arch}.feed_forward_length` per layer (one value repeated when the file states one).
+    pub n_ff_per_layer: Option<Vec<usize>>,
     /// `{arch}.attention.head_count`.
     pub n_heads: usize,
-    /// `{arch}.attention.head_count_kv` (defaults to `n_heads`).
+    /// `{arch}.attention.head_count_kv` of layer 0 (defaults to `n_heads`).
     pub n_kv_heads: usize,
+    /// `{arch}.attention.head_count_kv` per layer.
+    pub kv_heads_per_layer: Vec<usize>,
+    /// `{arch}.attention.key_length_swa`: the sliding layers' head dimension where it differs (Gemma 4).
+    pub head_dim_swa: Option<usize>,
+    /// `{arch}.attention.value_length_swa`.
+    pub value_dim_swa: Option<usize>,
+    /// `{arch}.rope.dimension_count_swa`.
+    pub rope_dim_swa: Option<usize>,
+    /// `{arch}.attention.shared_kv_layers`: how many last layers attend over earlier layers' keys and values.
+    pub shared_kv_layers: Option<usize>,
+    /// `{arch}.embedding_length_per_layer_input`: the width of each layer's per-layer input (Gemma 4).
+    pub per_layer_input: Option<usize>,
     /// `{arch}.attention.key_length` (defaults to `n_embd / n_heads`).
     pub head_dim: usize,
     /// `{arch}.attention.value_length` (defaults to `head_dim`).
@@ -123,8 +137,19 @@ impl Hparams {
         };
         let n_layers = req("block_count")?;
         let n_embd = req("embedding_length")?;
+        let heads_per_layer = file.get_per_layer(&key("attention.head_count"), n_layers)?;
+        if heads_per_layer
+            .as_deref()
+            .is_some_and(|v| v.iter().any(|&n| n != v[0]))
+        {
+            return Err(Error::BadValue {
+                key: key("attention.head_count"),
+                problem: "per-layer query head counts that differ between layers are not supported"
+                    .into(),
+            });
+        }
         let n_heads = file
-            .get_head_count(&key("attention.head_count"), n_layers)?
+            .get_first_count(&key("attention.head_count"), heads_per_layer.as_deref())?
             .ok_or_else(|| Error::MissingKey(key("attention.head_count")))?;
         if n_heads == 0 {
             return Err(Error::BadValue {
@@ -132,9 +157,14 @@ impl Hparams {
                 problem: "is zero".into(),
             });
         }
+        let kv_heads_per_layer = file
+            .get_per_layer(&key("attention.head_count_kv"), n_layers)?
+            .unwrap_or_else(|| vec![n_heads; n_layers]);
         let n_kv_heads = file
-            .get_head_count(&key("attention.head_count_kv"), n_layers)?
+            .get_first_count(&key("attention.head_count_kv"), Some(&kv_heads_per_layer))?
             .unwrap_or(n_heads);
+        let n_ff_per_layer = file.get_per_layer(&key("feed_forward_length"), n_layers)?;
+        let n_ff = file.get_first_count(&key("feed_forward_length"), n_ff_per_layer.as_deref())?;
         let head_dim = match file.get_count(&key("attention.key_length"))? {
             Some(d) => d,
             None if n_embd % n_heads == 0 => n_embd / n_heads,
@@ -155,9 +185,11 @@ impl Hparams {
         Ok(Self {
             n_layers,
             n_embd,
-            n_ff: file.get_count(&key("feed_forward_length"))?,
+            n_ff,
+            n_ff_per_layer,
             n_heads,
             n_kv_heads,
+            kv_heads_per_layer,
             head_dim,
             value_dim,
             rope_base: file
@@ -179,6 +211,11 @@ impl Hparams {
             residual_scale: file.get_positive_f64(&key("residual_scale"))?,
             logit_scale: file.get_positive_f64(&key("logit_scale"))?,
             attention_scale: file.get_positive_f64(&key("attention.scale"))?,
+            head_dim_swa: file.get_count(&key("attention.key_length_swa"))?,
+            value_dim_swa: file.get_count(&key("attention.value_length_swa"))?,
+            rope_dim_swa: file.get_count(&key("rope.dimension_count_swa"))?,
+            shared_kv_layers: file.get_count(&key("attention.shared_kv_layers"))?,
+            per_layer_input: file.get_count(&key("embedding_length_per_layer_input"))?,
             n_experts: file.get_count(&key("expert_count"))?,
             n_experts_used: file.get_count(&key("expert_used_count"))?,
             n_ff_expert: file.get_count(&key("expert_feed_forward_length"))?,
@@ -300,7 +337,9 @@ impl GgufFile {
 
     /// A head count stored either as one integer or as a per-layer array, one entry per layer of `n_layers`
     /// (as llama.cpp requires), whose entries are all equal.
-    fn get_head_count(&self, key: &str, n_layers: usize) -> Result<Option<usize>> {
+    /// A count stated once for every layer or as one entry per layer (an array of `n_layers` counts, each at
+    /// most [`MAX_COUNT`]); `Ok(None)` when the key is absent.
+    fn get_per_layer(&self, key: &str, n_layers: usize) -> Result<Option<Vec<usize>>> {
         match self.get(key) {
             Some(Value::Array(a)) if a.len() != n_layers => Err(Error::BadValue {
                 key: key.into(),
@@ -311,21 +350,23 @@ impl GgufFile {
             }),
             Some(Value::Array(a)) => {
                 let v = a.to_i64s().unwrap_or_default();
-                match v.first() {
-                    Some(&first)
-                        if (0..=MAX_COUNT as i64).contains(&first)
-                            && v.iter().all(|&x| x == first) =>
-                    {
-                        Ok(Some(first as usize))
-                    }
-                    _ => Err(Error::BadValue {
+                if v.len() != n_layers || v.iter().any(|x| !(0..=MAX_COUNT as i64).contains(x)) {
+                    return Err(Error::BadValue {
                         key: key.into(),
-                        problem:
-                            "per-layer head counts that differ between layers are not supported"
-                                .into(),
-                    }),
+                        problem: format!("must hold {n_layers} integers from 0 to {MAX_COUNT}"),
+                    });
                 }
+                Ok(Some(v.into_iter().map(|x| x as usize).collect()))
             }
+            _ => Ok(self.get_count(key)?.map(|n| vec![n; n_layers])),
+        }
+    }
+
+    /// Layer 0's entry of a per-layer count ([`GgufFile::get_per_layer`]), or the count itself when the file
+    /// states one for every layer (also with no layers).
+    fn get_first_count(&self, key: &str, per_layer: Option<&[usize]>) -> Result<Option<usize>> {
+        match self.get(key) {
+            Some(Value::Array(_)) => Ok(per_layer.and_then(|v| v.first().copied())),
             _ => self.get_count(key),
         }
     }

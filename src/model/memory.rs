@@ -72,17 +72,29 @@ impl<T: Real> Model<T> {
         Ok(())
     }
 
-    /// Working memory of a forward pass over `n` tokens (activations of one layer plus attention blocks, and the
-    /// residual stream, which is kept in f64).
+    /// Working memory of a forward pass over `n` tokens (activations of the widest layer plus attention blocks,
+    /// and the residual stream, which is kept in f64; the keys and values other layers reuse are counted in
+    /// every layer's share, a bound).
     pub fn activation_bytes(&self, n: usize) -> u64 {
         let c = &self.config;
         let stream = (c.n_embd as u64 * 8).saturating_mul(n as u64);
-        let per_token = 2 * c.n_embd
-            + 2 * (c.n_heads * c.head_dim + c.n_kv_heads * c.head_dim) // q, k and their pre-RoPE copies
-            + c.n_kv_heads * c.head_dim // the keys transposed for the score products
-            + c.n_kv_heads * c.value_dim
-            + 2 * c.n_heads * c.value_dim
-            + 3 * c.n_ff;
+        let per_layer = |l: &super::LayerConfig| {
+            let (d, dv, kv) = (l.head_dim(), l.value_dim, l.n_kv_heads);
+            let shared = c
+                .layers
+                .iter()
+                .filter(|m| m.kv_from.is_some())
+                .count()
+                .min(1);
+            2 * c.n_embd
+                + 2 * (c.n_heads * d + kv * d) // q, k and their pre-RoPE copies
+                + kv * d // the keys transposed for the score products
+                + kv * dv
+                + 2 * c.n_heads * dv
+                + 3 * l.n_ff
+                + shared * 2 * kv * (2 * d + dv) // kept keys and values of a layer others reuse
+        };
+        let per_token = c.layers.iter().map(per_layer).max().unwrap_or(0);
         let blocks = c.n_heads * 2 * attention::ROW_BLOCK; // logits and probabilities per head block, per token
         ((per_token + blocks) as u64)
             .saturating_mul(n as u64)

@@ -19,9 +19,10 @@
 //! The frequencies are those for a sequence of `length` tokens: only LongRoPE depends on it, using its long
 //! factors when `length` exceeds the original context (HF transformers' rule, applied to max position + 1).
 //!
-//! `meta.json` holds `producer`, `model_file`, `model_sha256`, `architecture`, `head_dim`, `rot_dim`, `pairing`
-//! (`adjacent` or `half-split`) with `pairing_dims` saying which coordinates of a head form chunk `l`,
-//! `length`, `n_layers`, `n_positions`, `n_chunks`, `layers` (per layer: `layer`, `rot_dim` (0 on a NoPE layer),
+//! `meta.json` holds `producer`, `model_file`, `model_sha256`, `architecture`, `head_dim` and `rot_dim` (the
+//! largest of any layer), `pairing` (`adjacent` or `half-split`) with `pairing_dims` saying which coordinates of
+//! a head form chunk `l`, `length`, `n_layers`, `n_positions`, `n_chunks`, `layers` (per layer: `layer`,
+//! `head_dim`, `rot_dim` (0 on a NoPE layer),
 //! `base`, `scaling` with its parameters, `magnitude`, `window`, and `longrope_factors`, `short` or `long` for
 //! LongRoPE and null
 //! otherwise), `shapes` (file → shape) and `files` (file → content). Every file is written atomically and
@@ -97,6 +98,7 @@ impl TableShape {
 #[derive(Serialize)]
 struct LayerMeta<'a> {
     layer: usize,
+    head_dim: usize,
     rot_dim: usize,
     base: f64,
     scaling: &'a Scaling,
@@ -233,6 +235,7 @@ pub fn write_rope_tables(
         .enumerate()
         .map(|(i, (layer, spec))| LayerMeta {
             layer: i,
+            head_dim: layer.head_dim(),
             rot_dim: spec.rot_dim,
             base: layer.rope.base,
             scaling: &layer.rope.scaling,
@@ -254,7 +257,7 @@ pub fn write_rope_tables(
             .map(|n| n.to_string_lossy().into_owned()),
         model_sha256,
         architecture: &config.architecture,
-        head_dim: config.head_dim,
+        head_dim: config.layers.iter().map(|l| l.head_dim()).max().unwrap_or(0),
         rot_dim: 2 * c_n,
         pairing: config.pairing.name(),
         pairing_dims: pairing_dims(config.pairing),

@@ -58,7 +58,14 @@ pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
 /// stacked for writing.
 fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) -> u64 {
     let c = &model.config;
-    let (r, d, dv) = (req.rows.len() as u64, c.head_dim as u64, c.value_dim as u64);
+    let widest = |f: fn(&crate::model::LayerConfig) -> usize| {
+        c.layers.iter().map(f).max().unwrap_or(0) as u64
+    };
+    let (r, d, dv) = (
+        req.rows.len() as u64,
+        widest(|l| l.head_dim()),
+        widest(|l| l.value_dim),
+    );
     let t = t as u64;
     let sink = if c.sinks { r } else { 0 };
     let per_head = 2 * r * t + sink + 5 * t * d + 2 * t * dv;
@@ -165,11 +172,13 @@ pub fn compute_reference<T: Real>(
             data: fwd.logits,
         });
     }
-    let (r, d, vd) = (req.rows.len(), c.head_dim, c.value_dim);
+    let r = req.rows.len();
     for &l in &captured {
+        let lc = &c.layers[l];
+        let (d, vd, kvh) = (lc.head_dim(), lc.value_dim, lc.n_kv_heads);
         let heads: Vec<&HeadRecord<T>> = (0..c.n_heads).filter_map(|h| sink.get(l, h)).collect();
-        let kv_heads: Vec<&HeadRecord<T>> = (0..c.n_kv_heads)
-            .filter_map(|g| sink.get(l, g * c.group_size()))
+        let kv_heads: Vec<&HeadRecord<T>> = (0..kvh)
+            .filter_map(|g| sink.get(l, g * (c.n_heads / kvh)))
             .collect();
         let spec = &c.layers[l].rope.spec(t);
         let half_split = |records: &[&HeadRecord<T>], pick: fn(&HeadRecord<T>) -> &[T]| {
@@ -195,12 +204,9 @@ pub fn compute_reference<T: Real>(
                 "sink" => (vec![c.n_heads, r, 1], as_is(&heads, |h| &h.sink_mass)),
                 "q_pre" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q_pre)),
                 "q" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q)),
-                "k_pre" => (
-                    vec![c.n_kv_heads, t, d],
-                    half_split(&kv_heads, |h| &h.k_pre),
-                ),
-                "k" => (vec![c.n_kv_heads, t, d], half_split(&kv_heads, |h| &h.k)),
-                "v" => (vec![c.n_kv_heads, t, vd], as_is(&kv_heads, |h| &h.v)),
+                "k_pre" => (vec![kvh, t, d], half_split(&kv_heads, |h| &h.k_pre)),
+                "k" => (vec![kvh, t, d], half_split(&kv_heads, |h| &h.k)),
+                "v" => (vec![kvh, t, vd], as_is(&kv_heads, |h| &h.v)),
                 _ => (vec![c.n_heads, t, vd], as_is(&heads, |h| &h.output)),
             };
             arrays.push(ReferenceArray {

@@ -138,6 +138,17 @@ fn run_in<T: Real>(
     staged: StagedDir,
 ) -> Result<ScanSummary> {
     let model = Model::<T>::load(file).context("loading the model")?;
+    if !model.config.uniform_layers() {
+        // The scan's per-head arrays (vector statistics, singular values, chunk norms) have one width per model.
+        return Err(Error::NotImplemented {
+            what: format!(
+                "a scan of a model whose layers differ in head dimension, key/value heads or feed-forward width \
+                 ({})",
+                model.config.architecture
+            ),
+            hint: "; inspect, reference, rope, compare and diverge run on it".into(),
+        });
+    }
     let params = &req.params;
     let natural = natural_set(req, file, &model)?;
     let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);

@@ -173,6 +173,36 @@ fn extra(arch: &str) -> Option<Extra> {
             ],
             unused_block_tensors: &["ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"],
         },
+        "gemma4" => Extra {
+            keys: &[
+                "attention.sliding_window",
+                "attention.sliding_window_pattern",
+                "attention.key_length_swa",
+                "attention.value_length_swa",
+                "attention.shared_kv_layers",
+                "rope.freq_base_swa",
+                "rope.dimension_count_swa",
+                "final_logit_softcapping",
+                "embedding_length_per_layer_input",
+            ],
+            tensors: &[
+                "rope_freqs.weight",
+                "per_layer_token_embd.weight",
+                "per_layer_model_proj.weight",
+                "per_layer_proj_norm.weight",
+            ],
+            block_tensors: &[
+                "attn_q_norm.weight",
+                "attn_k_norm.weight",
+                "post_attention_norm.weight",
+                "post_ffw_norm.weight",
+                "layer_output_scale.weight",
+                "inp_gate.weight",
+                "proj.weight",
+                "post_norm.weight",
+            ],
+            unused_block_tensors: none,
+        },
         "gpt-oss" => Extra {
             keys: &[
                 "attention.sliding_window",

@@ -4,6 +4,7 @@
 mod cohere2;
 mod exaone4;
 pub mod gemma;
+mod gemma4;
 mod glm4;
 mod gpt_oss;
 mod gptneox;
@@ -29,7 +30,7 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss", "gemma4",
 ];
 
 /// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
@@ -38,6 +39,29 @@ const LAYER_NORM: &[&str] = &["gptneox", "phi2", "cohere2"];
 /// Architectures whose feed-forward block is plain, `down(act(up(x)))`; the others gate it (in one fused
 /// `ffn_up.weight` where a block has no `ffn_gate.weight`: Phi-3).
 pub const PLAIN_FEED_FORWARD: &[&str] = &["gptneox", "phi2"];
+
+/// Architectures whose layers may differ in key/value heads and feed-forward width (per-layer arrays in the
+/// file); the others are refused such a file.
+const PER_LAYER_SHAPES: &[&str] = &["gemma4"];
+
+/// Refuses per-layer key/value head counts or feed-forward widths that differ between layers.
+fn refuse_per_layer_shapes(h: &Hparams) -> Result<()> {
+    let arch = &h.architecture;
+    let differs = |v: &[usize]| v.iter().any(|&x| Some(&x) != v.first());
+    if differs(&h.kv_heads_per_layer) {
+        return Err(Error::BadValue {
+            key: format!("{arch}.attention.head_count_kv"),
+            problem: format!("per-layer head counts that differ between layers are not supported for {arch}"),
+        });
+    }
+    if h.n_ff_per_layer.as_deref().is_some_and(differs) {
+        return Err(Error::BadValue {
+            key: format!("{arch}.feed_forward_length"),
+            problem: format!("per-layer widths that differ between layers are not supported for {arch}"),
+        });
+    }
+    Ok(())
+}
 
 /// What the engine assumes for an architecture where the file states nothing (the converter writes no key for
 /// it), each saying what llama.cpp's loader does where it differs. `inspect` prints these; the architecture table
@@ -78,6 +102,14 @@ pub fn assumptions(arch: &str) -> &'static [&'static str] {
         "qwen3moe" => &[
             "the chosen experts' weights are renormalised to sum 1 (HF's norm_topk_prob of every Qwen 3 MoE \
              release; llama.cpp's loader does the same)",
+        ],
+        "gemma4" => &[
+            "without attention.sliding_window_pattern, every 6th layer is global (HF's default)",
+            "the last attention.shared_kv_layers layers attend over the keys and values of the last earlier layer \
+             of their own kind (HF's rule; llama.cpp's L - S - 2 and L - S - 1 are the same layers in every \
+             release)",
+            "attention scale 1, values normed per head without gains, embeddings x sqrt(n_embd), GELU-tanh (as \
+             HF and llama.cpp)",
         ],
         "gpt-oss" => &[
             "without attention.sliding_window_pattern, layers 0, 2, 4, ... slide and odd layers are global (as \
@@ -127,6 +159,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "exaone4" => exaone4::config,
         "cohere2" => cohere2::config,
         "gpt-oss" => gpt_oss::config,
+        "gemma4" => gemma4::config,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -138,6 +171,9 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         }
     };
     let h = Hparams::from_gguf(file)?;
+    if !PER_LAYER_SHAPES.contains(&arch) {
+        refuse_per_layer_shapes(&h)?;
+    }
     validate::check(&h, file)?;
     let base = base_config(&h, file)?;
     configure(base, &h)
@@ -178,11 +214,11 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     // Phi-3's converter writes 0 for "no window" (Phi-4 and others); other families' 0 is refused by
     // `validate::RULES`.
     let window = h.sliding_window.filter(|&w| w > 0);
-    let layer = LayerConfig {
-        rope,
-        n_kv_heads: h.n_kv_heads,
+    let layer = |i: usize| LayerConfig {
+        rope: rope.clone(),
+        n_kv_heads: h.kv_heads_per_layer[i],
         value_dim: h.value_dim,
-        n_ff,
+        n_ff: h.n_ff_per_layer.as_ref().map_or(n_ff, |v| v[i]),
         kv_from: None,
         window,
         chunk: None,
@@ -200,7 +236,7 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         context_length: h.context_length,
         norm_eps,
         pairing: Pairing::HalfSplit,
-        layers: vec![layer; h.n_layers],
+        layers: (0..h.n_layers).map(layer).collect(),
         query_pre_attn_scalar: None,
         attn_scale: 1.0 / (h.head_dim as f64).sqrt(),
         attn_softcap: None,

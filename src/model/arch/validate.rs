@@ -80,20 +80,48 @@ fn base_above_one(x: Option<f64>) -> Option<String> {
         .map(|b| format!("{} is not above 1", real(b)))
 }
 
+/// Layer `i`'s head dimension, value dimension, key/value heads and feed-forward width as the file states them:
+/// the `_swa` dimensions on a layer `attention.sliding_window_pattern` marks sliding (where the file has them),
+/// the per-layer counts where it gives one per layer.
+struct LayerShape {
+    head_dim: usize,
+    value_dim: usize,
+    n_kv_heads: usize,
+    n_ff: Option<usize>,
+}
+
+fn layer_shape(h: &Hparams, i: usize) -> LayerShape {
+    let slides = h
+        .sliding_window_pattern
+        .as_ref()
+        .is_some_and(|p| p.get(i) == Some(&true));
+    let head_dim = h.head_dim_swa.filter(|_| slides).unwrap_or(h.head_dim);
+    LayerShape {
+        head_dim,
+        value_dim: match slides {
+            true => h.value_dim_swa.or(h.head_dim_swa).unwrap_or(h.value_dim),
+            false => h.value_dim,
+        },
+        n_kv_heads: h.kv_heads_per_layer.get(i).copied().unwrap_or(h.n_kv_heads),
+        n_ff: h.n_ff_per_layer.as_ref().and_then(|v| v.get(i).copied()).or(h.n_ff),
+    }
+}
+
 /// The first tensor among `blk.{i}.{part}` of every block whose size along ggml dimension `axis` (0: inputs,
-/// 1: outputs) is not `want` (`None` when `want` overflowed), as a problem saying what `want` is `from`.
+/// 1: outputs) is not `want(i)` (`None` when it overflowed), as a problem saying what `want` is `from`.
 fn block_size_mismatch(
     file: &GgufFile,
     n_layers: usize,
     part: &str,
     axis: usize,
-    want: Option<usize>,
+    want: &dyn Fn(usize) -> Option<usize>,
     from: &str,
 ) -> Option<String> {
     (0..n_layers).find_map(|i| {
         let name = format!("blk.{i}.{part}");
         let t = file.tensor(&name).ok()?;
         let found = t.dims.get(axis).copied().unwrap_or(1);
+        let want = want(i);
         (want.map(|w| w as u64) != Some(found)).then(|| {
             let want = want.map_or("more than this machine can count".into(), |w| w.to_string());
             let side = if axis == 0 { "columns" } else { "rows" };
@@ -190,12 +218,12 @@ pub const RULES: &[Rule] = &[
                    `ffn_down.weight`",
         check: |h, f| {
             let n = h.n_ff?;
-            let in_blocks = |part, axis, want, from| {
-                block_size_mismatch(f, h.n_layers, part, axis, want, from)
-            };
+            let width = |i: usize| layer_shape(h, i).n_ff;
+            let in_blocks = |part, axis, from| block_size_mismatch(f, h.n_layers, part, axis, &width, from);
             // A gated block without `ffn_gate.weight` holds gate and up in one `ffn_up.weight` (Phi-3).
             let plain = super::PLAIN_FEED_FORWARD.contains(&h.architecture.as_str());
             let up_rows = |i: usize| {
+                let n = width(i)?;
                 let name = format!("blk.{i}.ffn_up.weight");
                 let rows = f.tensor(&name).ok()?.dims.get(1).copied().unwrap_or(1);
                 let fused = !plain && f.tensor(&format!("blk.{i}.ffn_gate.weight")).is_err();
@@ -206,10 +234,11 @@ pub const RULES: &[Rule] = &[
                     format!("{twice}feed_forward_length is {want}, but tensor '{name}' has {rows} rows")
                 })
             };
-            positive(n, "the feed-forward width")
-                .or_else(|| in_blocks("ffn_gate.weight", 1, Some(n), "feed_forward_length"))
+            let widths = h.n_ff_per_layer.clone().unwrap_or_default();
+            positive(widths.into_iter().min().unwrap_or(n), "the feed-forward width")
+                .or_else(|| in_blocks("ffn_gate.weight", 1, "feed_forward_length"))
                 .or_else(|| (0..h.n_layers).find_map(up_rows))
-                .or_else(|| in_blocks("ffn_down.weight", 0, Some(n), "feed_forward_length"))
+                .or_else(|| in_blocks("ffn_down.weight", 0, "feed_forward_length"))
         },
     },
     Rule {
@@ -240,25 +269,27 @@ pub const RULES: &[Rule] = &[
                    value_length the columns of every `attn_output.weight`, and (head_count + head_count_kv) × \
                    key_length + head_count_kv × value_length the rows of every fused `attn_qkv.weight`",
         check: |h, f| {
-            let (n, kv) = (h.n_heads, h.n_kv_heads);
-            let q = n.checked_mul(h.head_dim);
-            let o = n.checked_mul(h.value_dim);
+            let n = h.n_heads;
+            let q = |i| h.n_heads.checked_mul(layer_shape(h, i).head_dim);
+            let o = |i| h.n_heads.checked_mul(layer_shape(h, i).value_dim);
             // Written without `?`, which would end the check as passed when a sum overflows.
-            let fused = h
-                .head_dim
-                .checked_add(h.value_dim)
-                .and_then(|kv_dims| kv.checked_mul(kv_dims))
-                .and_then(|x| q.and_then(|q| x.checked_add(q)));
-            let in_blocks = |part, axis, want, from| {
+            let fused = |i| {
+                let s = layer_shape(h, i);
+                s.head_dim
+                    .checked_add(s.value_dim)
+                    .and_then(|kv_dims| s.n_kv_heads.checked_mul(kv_dims))
+                    .and_then(|x| n.checked_mul(s.head_dim).and_then(|q| x.checked_add(q)))
+            };
+            let in_blocks = |part, axis, want: &dyn Fn(usize) -> Option<usize>, from| {
                 block_size_mismatch(f, h.n_layers, part, axis, want, from)
             };
-            in_blocks("attn_q.weight", 1, q, "head_count × key_length")
-                .or_else(|| in_blocks("attn_output.weight", 0, o, "head_count × value_length"))
+            in_blocks("attn_q.weight", 1, &q, "head_count × key_length")
+                .or_else(|| in_blocks("attn_output.weight", 0, &o, "head_count × value_length"))
                 .or_else(|| {
                     in_blocks(
                         "attn_qkv.weight",
                         1,
-                        fused,
+                        &fused,
                         "(head_count + head_count_kv) × key_length + head_count_kv × value_length",
                     )
                 })
@@ -269,16 +300,22 @@ pub const RULES: &[Rule] = &[
         requires: "such that head_count_kv × key_length is the rows of every block's `attn_k.weight` and \
                    head_count_kv × value_length those of every `attn_v.weight`",
         check: |h, f| {
-            let k = h.n_kv_heads.checked_mul(h.head_dim);
-            let v = h.n_kv_heads.checked_mul(h.value_dim);
-            block_size_mismatch(f, h.n_layers, "attn_k.weight", 1, k, "head_count_kv × key_length")
+            let k = |i| {
+                let s = layer_shape(h, i);
+                s.n_kv_heads.checked_mul(s.head_dim)
+            };
+            let v = |i| {
+                let s = layer_shape(h, i);
+                s.n_kv_heads.checked_mul(s.value_dim)
+            };
+            block_size_mismatch(f, h.n_layers, "attn_k.weight", 1, &k, "head_count_kv × key_length")
                 .or_else(|| {
                     block_size_mismatch(
                         f,
                         h.n_layers,
                         "attn_v.weight",
                         1,
-                        v,
+                        &v,
                         "head_count_kv × value_length",
                     )
                 })
