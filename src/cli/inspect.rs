@@ -9,7 +9,7 @@ use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
 use crate::model::config::{
     Activation, FeedForward, LayerConfig, LogitScale, ModelConfig, Moe, Norm, QkNorm, Residual,
-    Routing,
+    Routing, Temperature,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -140,8 +140,14 @@ struct LayerTypeReport {
     n_kv_heads: usize,
     /// Value head dimension.
     value_dim: usize,
-    /// Feed-forward width.
+    /// Feed-forward width (of the dense block; see `experts`).
     n_ff: usize,
+    /// Whether the feed-forward block is the model's mixture of experts.
+    experts: bool,
+    /// Chunked attention: positions per chunk.
+    chunk: Option<usize>,
+    /// The queries' attention temperature by position.
+    temperature: Option<Temperature>,
     /// Rotated dimensions; 0 on a NoPE layer, whose queries and keys carry no position.
     rot_dim: usize,
     /// Whether these layers rotate nothing (NoPE).
@@ -168,7 +174,8 @@ impl RopeReport {
         let mut types: Vec<(&LayerConfig, Vec<usize>)> = Vec::new();
         let same = |a: &LayerConfig, b: &LayerConfig| {
             a.rope == b.rope
-                && a.window == b.window
+                && (a.window, a.chunk, a.temperature, a.experts)
+                    == (b.window, b.chunk, b.temperature, b.experts)
                 && (a.n_kv_heads, a.value_dim, a.n_ff) == (b.n_kv_heads, b.value_dim, b.n_ff)
         };
         for (i, l) in c.layers.iter().enumerate() {
@@ -203,6 +210,9 @@ impl RopeReport {
                         n_kv_heads: t.n_kv_heads,
                         value_dim: t.value_dim,
                         n_ff: t.n_ff,
+                        experts: t.experts && c.moe.is_some(),
+                        chunk: t.chunk,
+                        temperature: t.temperature,
                         rot_dim: rope.rot_dim,
                         nope: !rope.rotates(),
                         base: rope.base,
@@ -357,7 +367,20 @@ fn print_rope(r: &RopeReport) {
             == (w[1].head_dim, w[1].n_kv_heads, w[1].value_dim, w[1].n_ff)
     });
     for t in &r.layer_types {
-        let window = t.window.map_or("global".into(), |w| format!("window {w}"));
+        let mut window = match (t.window, t.chunk) {
+            (Some(w), _) => format!("window {w}"),
+            (None, Some(c)) => format!("chunks of {c}"),
+            (None, None) => "global".into(),
+        };
+        if let Some(temp) = t.temperature {
+            window += &format!(
+                ", query temperature 1 + {} ln(1 + floor((p + 1) / {}))",
+                temp.scale, temp.floor
+            );
+        }
+        if t.experts {
+            window += ", experts";
+        }
         let window = match uniform {
             true => window,
             false => format!(
@@ -433,6 +456,7 @@ fn print_block(b: &BlockReport) {
         QkNorm::None => "none",
         QkNorm::PerHead => "per head",
         QkNorm::Projection => "over each token's whole projection",
+        QkNorm::Unit => "per head without gains, on the rotating layers",
     };
     println!(
         "blocks          {norm} ({}), QK-norm {qk}; residual {}; feed-forward {} {}",
@@ -460,8 +484,15 @@ fn print_block(b: &BlockReport) {
                     "softmax over all, renormalised to sum 1",
                 Routing::SoftmaxTopK { normalize: false } => "softmax over all, as it gives them",
                 Routing::TopKSoftmax => "softmax over the chosen logits",
+                Routing::TopKSigmoid => "the sigmoid of each chosen logit",
             }
         );
+        if m.weights_input {
+            println!("                the weights multiply the chosen experts' inputs, not their outputs");
+        }
+        if let Some(w) = m.n_ff_shared {
+            println!("                a shared expert {w} wide runs on every token");
+        }
     }
     let (logits_divided, logits_multiplied) = match b.logit_scale {
         Some(LogitScale::Divide(d)) => (Some(d), None),

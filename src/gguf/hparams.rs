@@ -23,14 +23,14 @@ pub struct Hparams {
     pub n_embd: usize,
     /// `{arch}.feed_forward_length` of layer 0, when present.
     pub n_ff: Option<usize>,
-    /// `{arch}.feed_forward_length` per layer (one value repeated when the file states one).
+    /// `{arch}.feed_forward_length` per layer, where the file gives one per layer (an array).
     pub n_ff_per_layer: Option<Vec<usize>>,
     /// `{arch}.attention.head_count`.
     pub n_heads: usize,
     /// `{arch}.attention.head_count_kv` of layer 0 (defaults to `n_heads`).
     pub n_kv_heads: usize,
-    /// `{arch}.attention.head_count_kv` per layer.
-    pub kv_heads_per_layer: Vec<usize>,
+    /// `{arch}.attention.head_count_kv` per layer, where the file gives one per layer (an array).
+    pub kv_heads_per_layer: Option<Vec<usize>>,
     /// `{arch}.attention.key_length_swa`: the sliding layers' head dimension where it differs (Gemma 4).
     pub head_dim_swa: Option<usize>,
     /// `{arch}.attention.value_length_swa`.
@@ -41,6 +41,9 @@ pub struct Hparams {
     pub shared_kv_layers: Option<usize>,
     /// `{arch}.embedding_length_per_layer_input`: the width of each layer's per-layer input (Gemma 4).
     pub per_layer_input: Option<usize>,
+    /// `{arch}.interleave_moe_layer_step`: every how many layers a mixture of experts replaces the dense block
+    /// (Llama 4).
+    pub moe_every: Option<usize>,
     /// `{arch}.attention.key_length` (defaults to `n_embd / n_heads`).
     pub head_dim: usize,
     /// `{arch}.attention.value_length` (defaults to `head_dim`).
@@ -127,6 +130,24 @@ impl RopeScalingKeys {
 }
 
 impl Hparams {
+    /// Layer `i`'s key/value heads.
+    pub fn kv_heads_of(&self, i: usize) -> usize {
+        self.kv_heads_per_layer
+            .as_ref()
+            .and_then(|v| v.get(i).copied())
+            .unwrap_or(self.n_kv_heads)
+    }
+
+    /// Layer `i`'s feed-forward width, when the file states one.
+    pub fn n_ff_of(&self, i: usize) -> Option<usize> {
+        self.n_ff_per_layer
+            .as_ref()
+            .and_then(|v| v.get(i).copied())
+            .or(self.n_ff)
+    }
+}
+
+impl Hparams {
     /// Reads the hyper-parameters of `file`; a missing required key is an error naming it.
     pub fn from_gguf(file: &GgufFile) -> Result<Self> {
         let architecture = file.architecture()?.to_string();
@@ -157,11 +178,12 @@ impl Hparams {
                 problem: "is zero".into(),
             });
         }
-        let kv_heads_per_layer = file
-            .get_per_layer(&key("attention.head_count_kv"), n_layers)?
-            .unwrap_or_else(|| vec![n_heads; n_layers]);
+        let kv_heads_per_layer = file.get_per_layer(&key("attention.head_count_kv"), n_layers)?;
         let n_kv_heads = file
-            .get_first_count(&key("attention.head_count_kv"), Some(&kv_heads_per_layer))?
+            .get_first_count(
+                &key("attention.head_count_kv"),
+                kv_heads_per_layer.as_deref(),
+            )?
             .unwrap_or(n_heads);
         let n_ff_per_layer = file.get_per_layer(&key("feed_forward_length"), n_layers)?;
         let n_ff = file.get_first_count(&key("feed_forward_length"), n_ff_per_layer.as_deref())?;
@@ -216,6 +238,7 @@ impl Hparams {
             rope_dim_swa: file.get_count(&key("rope.dimension_count_swa"))?,
             shared_kv_layers: file.get_count(&key("attention.shared_kv_layers"))?,
             per_layer_input: file.get_count(&key("embedding_length_per_layer_input"))?,
+            moe_every: file.get_count(&key("interleave_moe_layer_step"))?,
             n_experts: file.get_count(&key("expert_count"))?,
             n_experts_used: file.get_count(&key("expert_used_count"))?,
             n_ff_expert: file.get_count(&key("expert_feed_forward_length"))?,
@@ -337,8 +360,9 @@ impl GgufFile {
 
     /// A head count stored either as one integer or as a per-layer array, one entry per layer of `n_layers`
     /// (as llama.cpp requires), whose entries are all equal.
-    /// A count stated once for every layer or as one entry per layer (an array of `n_layers` counts, each at
-    /// most [`MAX_COUNT`]); `Ok(None)` when the key is absent.
+    /// A count stated as one entry per layer (an array of `n_layers` counts, each at most [`MAX_COUNT`]);
+    /// `Ok(None)` when the key is absent or states one count for every layer ([`GgufFile::get_first_count`]
+    /// reads it: no vector is made from a layer count not yet checked against the tensors).
     fn get_per_layer(&self, key: &str, n_layers: usize) -> Result<Option<Vec<usize>>> {
         match self.get(key) {
             Some(Value::Array(a)) if a.len() != n_layers => Err(Error::BadValue {
@@ -358,7 +382,7 @@ impl GgufFile {
                 }
                 Ok(Some(v.into_iter().map(|x| x as usize).collect()))
             }
-            _ => Ok(self.get_count(key)?.map(|n| vec![n; n_layers])),
+            _ => Ok(None),
         }
     }
 

@@ -68,6 +68,8 @@ pub enum Routing {
     },
     /// The `n_used` largest logits, then a softmax over those alone (GPT-OSS).
     TopKSoftmax,
+    /// The `n_used` largest logits, each weighted by its own sigmoid, not renormalised (Llama 4).
+    TopKSigmoid,
 }
 
 /// A mixture-of-experts feed-forward block: a router scores every expert per token, the `n_used` best are run
@@ -83,6 +85,10 @@ pub struct Moe {
     pub n_ff: usize,
     /// From router logits to chosen experts and weights.
     pub routing: Routing,
+    /// Whether a chosen expert's weight multiplies its input rather than its output (Llama 4).
+    pub weights_input: bool,
+    /// The width of the shared expert every token also runs (Llama 4), when the model has one.
+    pub n_ff_shared: Option<usize>,
 }
 
 /// The feed-forward block.
@@ -156,9 +162,29 @@ pub enum QkNorm {
     None,
     /// Each head normalised on its own, with `head_dim` gains shared by the heads (qwen3, gemma3).
     PerHead,
+    /// Each head normalised on its own without gains, on the layers that rotate only (Llama 4, whose HF code
+    /// norms after RoPE: the rotation keeps each head's mean square, so the order changes rounding only).
+    Unit,
     /// The whole projection of a token normalised as one vector, with one gain per coordinate
     /// (`n_heads · head_dim` for queries, `n_kv_heads · head_dim` for keys: olmo2).
     Projection,
+}
+
+/// Llama 4's attention temperature: the query at position `p` (from 0) is multiplied by
+/// `1 + scale · ln(1 + ⌊(p + 1) / floor⌋)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Temperature {
+    /// Positions per step of the logarithm (`floor_scale`).
+    pub floor: f64,
+    /// The logarithm's multiplier (`attn_scale`).
+    pub scale: f64,
+}
+
+impl Temperature {
+    /// The multiplier of the query at position `p`.
+    pub fn at(&self, p: usize) -> f64 {
+        1.0 + self.scale * (1.0 + ((p + 1) as f64 / self.floor).floor()).ln()
+    }
 }
 
 /// Per-layer attention geometry. The query/key head dimension is the RoPE's ([`LayerConfig::head_dim`]).
@@ -175,6 +201,11 @@ pub struct LayerConfig {
     /// The earlier layer whose keys and values this layer attends over instead of projecting its own (Gemma
     /// 4's KV sharing); `None` for a layer with its own.
     pub kv_from: Option<usize>,
+    /// Whether this layer's feed-forward block is the model's mixture of experts ([`ModelConfig::moe`]); Llama 4
+    /// interleaves them with dense blocks.
+    pub experts: bool,
+    /// Attention temperature of the queries by position (Llama 4's NoPE layers).
+    pub temperature: Option<Temperature>,
     /// Sliding-window size, `None` for global attention.
     pub window: Option<usize>,
     /// Chunked attention: each query sees only the keys of its own block of this many positions (Llama 4's

@@ -18,7 +18,7 @@ internal_mod! {
 
 pub use arch::SUPPORTED;
 pub use config::{Activation, LayerConfig, ModelConfig};
-use config::{LogitScale, Residual, Routing};
+use config::{LogitScale, QkNorm, Residual, Routing};
 pub use memory::MEMORY_LIMIT_VAR;
 pub use prefix::PrefixKv;
 
@@ -310,6 +310,18 @@ impl<T: Real> Model<T> {
                 ops::rms_norm_segments(&mut q, qn, c.norm_eps)
             });
         }
+        if c.qk_norm == QkNorm::Unit && lc.rope.rotates() {
+            let unit = vec![T::one(); hd];
+            time(Step::Norm, || {
+                ops::rms_norm_segments(&mut q, &unit, c.norm_eps)
+            });
+        }
+        if let Some(temperature) = lc.temperature {
+            q.par_chunks_mut(qw).enumerate().for_each(|(i, row)| {
+                let s = T::of_f64(temperature.at(start + i));
+                row.iter_mut().for_each(|v| *v = *v * s);
+            });
+        }
         let mut q_pre = match plan.vectors {
             true => q.clone(),
             false => Vec::new(),
@@ -328,9 +340,7 @@ impl<T: Real> Model<T> {
         let (k, k_pre, v) = match resume.shared {
             // An earlier layer's keys and values, over the whole sequence.
             Some(kv) => (kv.k.clone(), kv.k_pre.clone(), kv.v.clone()),
-            None => {
-                self.own_keys_and_values(w, &h, (start, rows), (hd, vd), table, opts, resume)?
-            }
+            None => self.own_keys_and_values(w, lc, &h, (start, rows), table, opts, resume)?,
         };
         let kept = resume.keep.then(|| LayerKv {
             k: k.clone(),
@@ -457,14 +467,15 @@ impl<T: Real> Model<T> {
     fn own_keys_and_values(
         &self,
         w: &LayerWeights<T>,
+        lc: &LayerConfig,
         h: &[T],
         (start, rows): (usize, usize),
-        (hd, vd): (usize, usize),
         table: &RopeTable<T>,
         opts: &ForwardOptions,
         resume: Resume<'_, T>,
     ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
         let c = &self.config;
+        let (hd, vd) = (lc.head_dim(), lc.value_dim);
         let wk =
             w.wk.as_ref()
                 .expect("a layer that does not reuse keys has its key projection");
@@ -478,6 +489,9 @@ impl<T: Real> Model<T> {
         time(Step::Norm, || {
             if let Some(kn) = &w.k_norm {
                 ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+            }
+            if c.qk_norm == QkNorm::Unit && lc.rope.rotates() {
+                ops::rms_norm_segments(&mut k, &vec![T::one(); hd], c.norm_eps);
             }
             if c.v_norm {
                 ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.norm_eps);
@@ -564,10 +578,9 @@ impl<T: Real> Model<T> {
         )
     }
 
-    /// A mixture of experts, as HF's Qwen 3 MoE block computes it: each token's router logits through a softmax
-    /// (in f64), its `n_used` most probable experts (renormalised to sum 1 when the model says so); each expert
-    /// runs once on the rows routed to it, its output is weighted after the down projection and added in
-    /// ascending expert order, in f64.
+    /// A mixture of experts: the router's logits (f64) pick each token's experts and weights as the model's
+    /// [`Routing`] says; each expert runs once on the rows routed to it, weighted after its down projection (or on
+    /// its input: Llama 4), its outputs added in ascending expert order in f64, then the shared expert's, if any.
     fn experts(&self, e: &Experts<T>, h: &[T], rows: usize) -> Vec<T> {
         let c = &self.config;
         let moe = c
@@ -598,9 +611,15 @@ impl<T: Real> Model<T> {
                 continue;
             }
             let n = picked.len();
+            // Llama 4 weights the expert's input instead of its output.
             let xs: Vec<T> = picked
                 .iter()
-                .flat_map(|&(r, _)| h[r * d..(r + 1) * d].iter().copied())
+                .flat_map(|&(r, w)| {
+                    let w = T::of_f64(w);
+                    h[r * d..(r + 1) * d]
+                        .iter()
+                        .map(move |&x| if moe.weights_input { x * w } else { x })
+                })
                 .collect();
             let [b_gate, b_up, b_down] = match &e.biases {
                 Some(b) => b[expert].each_ref().map(|v| Some(v.as_slice())),
@@ -613,10 +632,18 @@ impl<T: Real> Model<T> {
             });
             let y = project(Step::ProjectDown, &e.down[expert], &gate, n, b_down);
             for (&(r, w), y) in picked.iter().zip(y.chunks(d)) {
+                let w = if moe.weights_input { 1.0 } else { w };
                 for (o, &v) in out[r * d..(r + 1) * d].iter_mut().zip(y) {
                     *o += v.to_f64_exact() * w;
                 }
             }
+        }
+        // The shared expert's output joins the routed experts' sum last, as HF adds that sum to it.
+        if let Some(shared) = &e.shared {
+            let s = self.dense_ffn(shared, h, rows);
+            out.iter_mut()
+                .zip(&s)
+                .for_each(|(o, &v)| *o += v.to_f64_exact());
         }
         out.into_iter().map(T::of_f64).collect()
     }
@@ -740,6 +767,10 @@ fn route<T: Real>(logits: &[T], k: usize, routing: Routing) -> Vec<(usize, f64)>
             picked
         }
         Routing::TopKSoftmax => chosen.iter().copied().zip(softmax_over(chosen)).collect(),
+        Routing::TopKSigmoid => chosen
+            .iter()
+            .map(|&i| (i, 1.0 / (1.0 + (-logits[i]).exp())))
+            .collect(),
     }
 }
 

@@ -134,6 +134,8 @@ pub struct Experts<T> {
     pub down: Vec<WeightMatrix>,
     /// Per expert, the gate, up and down biases (`n_ff`, `n_ff`, `n_embd`).
     pub biases: Option<Vec<[Vec<T>; 3]>>,
+    /// The shared expert every token also runs (Llama 4).
+    pub shared: Option<DenseFfn<T>>,
 }
 
 /// A block's feed-forward weights.
@@ -306,7 +308,7 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             expected: format!("values of {vd} dims from keys of {hd} (no attn_v.weight)"),
         });
     }
-    let ffn = match c.moe {
+    let ffn = match c.moe.filter(|_| lc.experts) {
         Some(moe) => {
             let (ne, ff) = (moe.n_experts, moe.n_ff);
             let biases = match ld.has(&n("ffn_gate_exps.bias")) {
@@ -326,12 +328,22 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
                 up: ld.experts(&n("ffn_up_exps.weight"), ff, d, ne)?,
                 down: ld.experts(&n("ffn_down_exps.weight"), d, ff, ne)?,
                 biases,
+                shared: match moe.n_ff_shared {
+                    Some(width) => Some(DenseFfn {
+                        gate: Some(ld.matrix(&n("ffn_gate_shexp.weight"), width, d)?),
+                        up: ld.matrix(&n("ffn_up_shexp.weight"), width, d)?,
+                        b_up: None,
+                        down: ld.matrix(&n("ffn_down_shexp.weight"), d, width)?,
+                        b_down: None,
+                    }),
+                    None => None,
+                },
             })
         }
         None => FfnWeights::Dense(dense_ffn(ld, c, i)?),
     };
     let qk_widths = match c.qk_norm {
-        QkNorm::None => None,
+        QkNorm::None | QkNorm::Unit => None,
         QkNorm::PerHead => Some((hd, hd)),
         QkNorm::Projection => Some((q_rows, k_rows)),
     };

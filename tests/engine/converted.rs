@@ -363,6 +363,59 @@ fn gemma4_31b_keys_as_values_and_per_layer_kv_heads() {
     check_variant("gemma4-31b");
 }
 
+/// Llama 4: layers 0–2 rotate adjacent pairs with Llama 3 scaling, norm q and k per head without gains and attend
+/// within chunks; layer 3 is a NoPE layer with full attention and the attention temperature; layers 1 and 3 are
+/// mixtures of experts (sigmoid weights on the chosen experts' inputs, a shared expert). The fixture's chunk (16)
+/// and temperature step (8) are HF's settings the file cannot state: the model is loaded as the file says (Scout's
+/// 8192 for both, as llama.cpp) and given those two numbers, the only change.
+#[test]
+fn llama4_chunked_rope_layers_nope_temperature_and_input_weighted_experts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copied_cases("llama4", tmp.path(), |name, from, to| {
+        if name.starts_with("router_ids_") {
+            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
+            ids.sort_unstable();
+            ids.dedup();
+            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+        }
+        if !name.starts_with("router_") {
+            interleaved_to_half_split(name, from, to, None);
+        }
+    });
+    let path = variant_dir("llama4").join("model.gguf");
+    let file = GgufFile::open(&path).unwrap();
+    let hf: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(variant_dir("llama4").join("hf_config.json")).unwrap(),
+    )
+    .unwrap();
+    let chunk = hf["attention_chunk_size"].as_u64().unwrap() as usize;
+    let floor = hf["floor_scale"].as_f64().unwrap();
+    assert_eq!((chunk, floor), (16, 8.0));
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("llama4")),
+        ..F32_BARS
+    };
+    fn with_hf_settings<T: ropescope::numeric::Real>(m: &mut Model<T>, chunk: usize, floor: f64) {
+        for layer in &mut m.config.layers {
+            if layer.chunk.is_some() {
+                layer.chunk = Some(chunk);
+            }
+            if let Some(t) = &mut layer.temperature {
+                t.floor = floor;
+            }
+        }
+    }
+    let mut m64 = Model::<f64>::load(&file).unwrap();
+    assert!(m64.config.layers[3].temperature.is_some() && m64.config.layers[0].chunk == Some(8192));
+    with_hf_settings(&mut m64, chunk, floor);
+    let mut m32 = Model::<f32>::load(&file).unwrap();
+    with_hf_settings(&mut m32, chunk, floor);
+    for case in &copies {
+        check_case_with(&m64, &path, case, bars);
+        check_case_with(&m32, &path, case, bars);
+    }
+}
+
 /// GLM-4: half of each head rotates, on adjacent pairs (HF interleaves its own cosines; the case's q and k are in
 /// that order and are reordered as for cohere2, over the rotated dims only); pre- and post-norms, q/k/v biases,
 /// fused gate and up.

@@ -121,6 +121,8 @@ mod tests {
             value_dim: head_dim,
             n_ff: 1,
             kv_from: None,
+            experts: true,
+            temperature: None,
             window: None,
             chunk: None,
         };

@@ -173,6 +173,26 @@ fn extra(arch: &str) -> Option<Extra> {
             ],
             unused_block_tensors: &["ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"],
         },
+        "llama4" => Extra {
+            keys: &[
+                "attention.sliding_window",
+                "expert_count",
+                "expert_used_count",
+                "expert_feed_forward_length",
+                "interleave_moe_layer_step",
+            ],
+            tensors: &["rope_freqs.weight"],
+            block_tensors: &[
+                "ffn_gate_inp.weight",
+                "ffn_gate_exps.weight",
+                "ffn_up_exps.weight",
+                "ffn_down_exps.weight",
+                "ffn_gate_shexp.weight",
+                "ffn_up_shexp.weight",
+                "ffn_down_shexp.weight",
+            ],
+            unused_block_tensors: none,
+        },
         "gemma4" => Extra {
             keys: &[
                 "attention.sliding_window",

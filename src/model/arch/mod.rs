@@ -11,6 +11,7 @@ mod gptneox;
 mod granite;
 pub mod keys;
 mod llama;
+mod llama4;
 mod moe;
 mod olmo2;
 mod phi2;
@@ -30,7 +31,7 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss", "gemma4",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss", "gemma4", "llama4",
 ];
 
 /// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
@@ -48,7 +49,7 @@ const PER_LAYER_SHAPES: &[&str] = &["gemma4"];
 fn refuse_per_layer_shapes(h: &Hparams) -> Result<()> {
     let arch = &h.architecture;
     let differs = |v: &[usize]| v.iter().any(|&x| Some(&x) != v.first());
-    if differs(&h.kv_heads_per_layer) {
+    if h.kv_heads_per_layer.as_deref().is_some_and(differs) {
         return Err(Error::BadValue {
             key: format!("{arch}.attention.head_count_kv"),
             problem: format!("per-layer head counts that differ between layers are not supported for {arch}"),
@@ -102,6 +103,15 @@ pub fn assumptions(arch: &str) -> &'static [&'static str] {
         "qwen3moe" => &[
             "the chosen experts' weights are renormalised to sum 1 (HF's norm_topk_prob of every Qwen 3 MoE \
              release; llama.cpp's loader does the same)",
+        ],
+        "llama4" => &[
+            "every 4th layer (3, 7, ...) is a NoPE layer with full attention and its queries multiplied by \
+             1 + 0.1 ln(1 + floor((p + 1) / 8192)); the others attend within chunks of 8192 positions (Scout's \
+             and Maverick's values, as llama.cpp's loader)",
+            "queries and keys of the rotating layers are normed per head without gains, unless the model has 128 \
+             experts (Maverick), as llama.cpp",
+            "the router's top-k logits are weighted by their own sigmoids, which multiply the experts' inputs, and \
+             a shared expert of the experts' width runs on every token (as HF and llama.cpp)",
         ],
         "gemma4" => &[
             "without attention.sliding_window_pattern, every 6th layer is global (HF's default)",
@@ -160,6 +170,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "cohere2" => cohere2::config,
         "gpt-oss" => gpt_oss::config,
         "gemma4" => gemma4::config,
+        "llama4" => llama4::config,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -216,10 +227,12 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
     let window = h.sliding_window.filter(|&w| w > 0);
     let layer = |i: usize| LayerConfig {
         rope: rope.clone(),
-        n_kv_heads: h.kv_heads_per_layer[i],
+        n_kv_heads: h.kv_heads_of(i),
         value_dim: h.value_dim,
-        n_ff: h.n_ff_per_layer.as_ref().map_or(n_ff, |v| v[i]),
+        n_ff: h.n_ff_of(i).unwrap_or(n_ff),
         kv_from: None,
+        experts: true,
+        temperature: None,
         window,
         chunk: None,
     };

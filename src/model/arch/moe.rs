@@ -30,5 +30,7 @@ pub fn experts(h: &Hparams, n_ff: usize, routing: Routing) -> Result<Moe> {
         n_used,
         n_ff: count(Some(n_ff), "expert_feed_forward_length")?,
         routing,
+        weights_input: false,
+        n_ff_shared: None,
     })
 }

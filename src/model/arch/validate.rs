@@ -102,8 +102,8 @@ fn layer_shape(h: &Hparams, i: usize) -> LayerShape {
             true => h.value_dim_swa.or(h.head_dim_swa).unwrap_or(h.value_dim),
             false => h.value_dim,
         },
-        n_kv_heads: h.kv_heads_per_layer.get(i).copied().unwrap_or(h.n_kv_heads),
-        n_ff: h.n_ff_per_layer.as_ref().and_then(|v| v.get(i).copied()).or(h.n_ff),
+        n_kv_heads: h.kv_heads_of(i),
+        n_ff: h.n_ff_of(i),
     }
 }
 
