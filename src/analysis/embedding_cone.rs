@@ -39,7 +39,7 @@ pub struct EmbeddingCone {
     pub embeddings: Option<Spread>,
     /// `[L·H]` spread after W_Q, per query head.
     pub queries: Vec<Option<Spread>>,
-    /// `[L·H]` spread after W_K of each query head's KV head.
+    /// `[L·H]` spread after W_K of each query head's KV head (`None` where latent attention has no key projection).
     pub keys: Vec<Option<Spread>>,
 }
 
@@ -70,15 +70,17 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
             None => rows.concat(),
         };
         let q = lw.wq.apply(&x, n, lw.bq.as_deref());
-        let wk = kl
-            .wk
-            .as_ref()
-            .expect("a layer whose keys are not reused has its key projection");
-        let k = wk.apply(&x, n, kl.bk.as_deref());
         let (qn, kn) = (lw.q_norm.as_deref(), kl.k_norm.as_deref());
-        let kv_spreads: Vec<Option<Spread>> = (0..kvh)
-            .map(|g| head_spread(&k, n, kvh * hd, g, hd, kn))
-            .collect();
+        // Latent attention (DeepSeek) has no key projection of the embeddings: its keys' spread is not measured.
+        let kv_spreads: Vec<Option<Spread>> = match &kl.wk {
+            Some(wk) => {
+                let k = wk.apply(&x, n, kl.bk.as_deref());
+                (0..kvh)
+                    .map(|g| head_spread(&k, n, kvh * hd, g, hd, kn))
+                    .collect()
+            }
+            None => vec![None; kvh],
+        };
         for h in 0..c.n_heads {
             queries.push(head_spread(&q, n, c.n_heads * hd, h, hd, qn));
             keys.push(kv_spreads[h / (c.n_heads / kvh)]);

@@ -44,6 +44,26 @@ pub struct Hparams {
     /// `{arch}.interleave_moe_layer_step`: every how many layers a mixture of experts replaces the dense block
     /// (Llama 4).
     pub moe_every: Option<usize>,
+    /// `{arch}.leading_dense_block_count`: the first layers keep a dense feed-forward block (DeepSeek).
+    pub leading_dense: Option<usize>,
+    /// `{arch}.expert_shared_count`: shared experts every token runs (DeepSeek).
+    pub n_experts_shared: Option<usize>,
+    /// `{arch}.expert_weights_scale`: multiplier of the routed experts' weights (DeepSeek).
+    pub expert_weights_scale: Option<f64>,
+    /// `{arch}.expert_weights_norm`: whether the chosen experts' weights are renormalised (DeepSeek).
+    pub expert_weights_norm: Option<bool>,
+    /// `{arch}.expert_gating_func`: 1 softmax, 2 sigmoid (DeepSeek).
+    pub expert_gating_func: Option<usize>,
+    /// `{arch}.expert_group_count`: groups of experts a router first chooses among (DeepSeek).
+    pub expert_groups: Option<usize>,
+    /// `{arch}.attention.q_lora_rank`: the rank of low-rank queries (DeepSeek's MLA), when they are.
+    pub q_lora_rank: Option<usize>,
+    /// `{arch}.attention.kv_lora_rank`: the width of the latent keys and values are decompressed from (MLA).
+    pub kv_lora_rank: Option<usize>,
+    /// `{arch}.attention.key_length_mla`: an MLA head's query/key dimension (unrotated and rotated parts).
+    pub head_dim_mla: Option<usize>,
+    /// `{arch}.attention.value_length_mla`: an MLA head's value dimension.
+    pub value_dim_mla: Option<usize>,
     /// `{arch}.attention.key_length` (defaults to `n_embd / n_heads`).
     pub head_dim: usize,
     /// `{arch}.attention.value_length` (defaults to `head_dim`).
@@ -110,6 +130,8 @@ pub struct RopeScalingKeys {
     pub yarn_ext_factor: Option<f64>,
     /// `rope.scaling.yarn_attn_factor` (HF's explicit `attention_factor`).
     pub yarn_attn_factor: Option<f64>,
+    /// `rope.scaling.yarn_log_multiplier`: DeepSeek's `0.1 · mscale_all_dim`.
+    pub yarn_log_multiplier: Option<f64>,
 }
 
 impl RopeScalingKeys {
@@ -125,6 +147,7 @@ impl RopeScalingKeys {
             yarn_beta_slow: positive("yarn_beta_slow")?,
             yarn_ext_factor: positive("yarn_ext_factor")?,
             yarn_attn_factor: positive("yarn_attn_factor")?,
+            yarn_log_multiplier: positive("yarn_log_multiplier")?,
         })
     }
 }
@@ -239,6 +262,16 @@ impl Hparams {
             shared_kv_layers: file.get_count(&key("attention.shared_kv_layers"))?,
             per_layer_input: file.get_count(&key("embedding_length_per_layer_input"))?,
             moe_every: file.get_count(&key("interleave_moe_layer_step"))?,
+            leading_dense: file.get_count(&key("leading_dense_block_count"))?,
+            n_experts_shared: file.get_count(&key("expert_shared_count"))?,
+            expert_weights_scale: file.get_f64(&key("expert_weights_scale"))?,
+            expert_weights_norm: file.get_bool(&key("expert_weights_norm"))?,
+            expert_gating_func: file.get_count(&key("expert_gating_func"))?,
+            expert_groups: file.get_count(&key("expert_group_count"))?,
+            q_lora_rank: file.get_count(&key("attention.q_lora_rank"))?,
+            kv_lora_rank: file.get_count(&key("attention.kv_lora_rank"))?,
+            head_dim_mla: file.get_count(&key("attention.key_length_mla"))?,
+            value_dim_mla: file.get_count(&key("attention.value_length_mla"))?,
             n_experts: file.get_count(&key("expert_count"))?,
             n_experts_used: file.get_count(&key("expert_used_count"))?,
             n_ff_expert: file.get_count(&key("expert_feed_forward_length"))?,

@@ -75,7 +75,7 @@ pub enum Routing {
 /// A mixture-of-experts feed-forward block: a router scores every expert per token, the `n_used` best are run
 /// (each a gated feed-forward block of width `n_ff` with the model's activation), and their outputs are summed
 /// weighted as the [`Routing`] says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Moe {
     /// Experts per layer.
     pub n_experts: usize,
@@ -87,8 +87,21 @@ pub struct Moe {
     pub routing: Routing,
     /// Whether a chosen expert's weight multiplies its input rather than its output (Llama 4).
     pub weights_input: bool,
-    /// The width of the shared expert every token also runs (Llama 4), when the model has one.
+    /// The width of the shared expert every token also runs (Llama 4; DeepSeek's shared experts as one block),
+    /// when the model has one.
     pub n_ff_shared: Option<usize>,
+    /// Multiplier of the routed experts' weights (DeepSeek's `routed_scaling_factor`; 1 elsewhere).
+    pub scale: f64,
+}
+
+/// Multi-head latent attention (DeepSeek V2/V3): each token's keys and values are decompressed per head from one
+/// latent of `kv_lora_rank` (normed), beside one rotated key part of `rot_dim` shared by every head. In the
+/// engine each head's queries and keys are laid out rotated part first, `[rope | nope]`, so the layer's RoPE
+/// rotates the first `rot_dim` dimensions as any partial rotation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Mla {
+    /// Width of the latent.
+    pub kv_lora_rank: usize,
 }
 
 /// The feed-forward block.
@@ -270,6 +283,8 @@ pub struct ModelConfig {
     pub keys_as_values: bool,
     /// Width of each layer's per-layer input (Gemma 4's PLE), when the model has them.
     pub per_layer_input: Option<usize>,
+    /// Multi-head latent attention, for DeepSeek's layers.
+    pub mla: Option<Mla>,
     /// Whether every head has a learned sink logit (GPT-OSS's `attn_sinks`): one more softmax entry per row,
     /// attached to no key.
     pub sinks: bool,

@@ -34,7 +34,9 @@ use matrix::WeightMatrix;
 use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
-use weights::{DenseFfn, Experts, FfnWeights, LayerWeights, NormWeights, PerLayerInputs, Weights};
+use weights::{
+    DenseFfn, Experts, FfnWeights, LayerWeights, MlaWeights, NormWeights, PerLayerInputs, Weights,
+};
 
 /// A model ready to run in precision `T`.
 pub struct Model<T> {
@@ -305,6 +307,9 @@ impl<T: Real> Model<T> {
 
         let h = pre_normed(x, w.attn_norm.as_ref(), c.norm_eps);
         let mut q = project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref());
+        if c.mla.is_some() {
+            rope_part_first(&mut q, hd, lc.rope.rot_dim);
+        }
         if let Some(qn) = &w.q_norm {
             time(Step::Norm, || {
                 ops::rms_norm_segments(&mut q, qn, c.norm_eps)
@@ -476,6 +481,28 @@ impl<T: Real> Model<T> {
     ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
         let c = &self.config;
         let (hd, vd) = (lc.head_dim(), lc.value_dim);
+        if let Some(m) = &w.mla {
+            let (mut k, v) = self.latent_keys_and_values(m, lc, h, rows);
+            let k_pre = k.clone();
+            let keep = opts.rope_keep.as_deref();
+            time(Step::Rope, || {
+                rotate_all(&mut k, c.n_heads * hd, hd, table, start, keep)
+            });
+            let site = Site::Layer(resume.layer);
+            ensure_finite(&k, c.n_heads * hd, start, site, "the post-RoPE keys")?;
+            ensure_finite(&v, c.n_heads * vd, start, site, "the values")?;
+            return Ok(match resume.prefix.filter(|_| start > 0) {
+                Some(p) => {
+                    let (kw, vw) = (c.n_heads * hd, c.n_heads * vd);
+                    (
+                        [&p.k[..start * kw], &k].concat(),
+                        [&p.k_pre[..start * kw], &k_pre].concat(),
+                        [&p.v[..start * vw], &v].concat(),
+                    )
+                }
+                None => (k, k_pre, v),
+            });
+        }
         let wk =
             w.wk.as_ref()
                 .expect("a layer that does not reuse keys has its key projection");
@@ -512,6 +539,52 @@ impl<T: Real> Model<T> {
             k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
         }
         Ok((k, k_pre, v))
+    }
+
+    /// Multi-head latent attention's keys (before RoPE) and values of `rows` normed rows `h`, every head's:
+    /// the latent (normed) and the shared key part from `kv_a`, each head's unrotated key part and values
+    /// decompressed from the latent, in f64 sums rounded once; keys laid out `[shared rope part | head's nope]`.
+    fn latent_keys_and_values(
+        &self,
+        m: &MlaWeights<T>,
+        lc: &LayerConfig,
+        h: &[T],
+        rows: usize,
+    ) -> (Vec<T>, Vec<T>) {
+        let c = &self.config;
+        let (hd, vd, r) = (lc.head_dim(), lc.value_dim, lc.rope.rot_dim);
+        let (nope, rank) = (hd - r, m.kv_a_norm.len());
+        let a = project(Step::ProjectK, &m.kv_a, h, rows, None);
+        let mut latent: Vec<T> = a
+            .chunks(rank + r)
+            .flat_map(|row| row[..rank].to_vec())
+            .collect();
+        time(Step::Norm, || {
+            ops::rms_norm_segments(&mut latent, &m.kv_a_norm, c.norm_eps)
+        });
+        let mut k = vec![T::zero(); rows * c.n_heads * hd];
+        for (i, (row, lat)) in a.chunks(rank + r).zip(latent.chunks(rank)).enumerate() {
+            for (head, k_b) in m.k_b.iter().enumerate() {
+                let out = &mut k[(i * c.n_heads + head) * hd..][..hd];
+                out[..r].copy_from_slice(&row[rank..]);
+                for (n, o) in out[r..].iter_mut().enumerate() {
+                    let dot: f64 = lat
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &x)| x.to_f64_exact() * k_b[j * nope + n].to_f64_exact())
+                        .sum();
+                    *o = T::of_f64(dot);
+                }
+            }
+        }
+        let mut v = vec![T::zero(); rows * c.n_heads * vd];
+        for (head, v_b) in m.v_b.iter().enumerate() {
+            let vh = project(Step::ProjectV, v_b, &latent, rows, None);
+            for (i, x) in vh.chunks(vd).enumerate() {
+                v[(i * c.n_heads + head) * vd..][..vd].copy_from_slice(x);
+            }
+        }
+        (k, v)
     }
 
     /// The per-layer inputs of `ids` (Gemma 4's PLE), `[rows, n_layers · P]`: each layer's slice of the projected
@@ -632,7 +705,11 @@ impl<T: Real> Model<T> {
             });
             let y = project(Step::ProjectDown, &e.down[expert], &gate, n, b_down);
             for (&(r, w), y) in picked.iter().zip(y.chunks(d)) {
-                let w = if moe.weights_input { 1.0 } else { w };
+                let w = if moe.weights_input {
+                    1.0
+                } else {
+                    w * moe.scale
+                };
                 for (o, &v) in out[r * d..(r + 1) * d].iter_mut().zip(y) {
                     *o += v.to_f64_exact() * w;
                 }
@@ -719,6 +796,14 @@ fn rotate_all<T: Real>(
             }
         }
     });
+}
+
+/// Moves each head's rotated part (its last `rot_dim` dimensions, as DeepSeek's projections lay it out) to the
+/// front, where the layer's RoPE rotates: `[nope | rope]` → `[rope | nope]` per head of `head_dim`.
+fn rope_part_first<T: Real>(m: &mut [T], head_dim: usize, rot_dim: usize) {
+    for head in m.chunks_mut(head_dim) {
+        head.rotate_right(rot_dim);
+    }
 }
 
 /// The input of a block: the residual stream normed by `norm`, or the stream itself where the model has no

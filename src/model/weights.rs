@@ -75,8 +75,26 @@ pub struct LayerWeights<T> {
     pub post_ffn_norm: Option<Vec<T>>,
     /// The per-layer input block (Gemma 4), when the model has per-layer inputs.
     pub per_layer: Option<PerLayerBlock<T>>,
+    /// Multi-head latent attention's key and value weights (DeepSeek), in place of `wk` and `wv`.
+    pub mla: Option<MlaWeights<T>>,
     /// Multiplier of the whole residual stream after the block (Gemma 4's `layer_output_scale`).
     pub output_scale: Option<f64>,
+}
+
+/// Multi-head latent attention's key and value weights: `kv_a` projects each token to its latent (first
+/// `kv_lora_rank` rows, normed by `kv_a_norm`) and the shared unrotated-then-rotated key part (the last rows);
+/// each head decompresses its unrotated key part and its values from the latent.
+#[derive(Clone, Debug)]
+pub struct MlaWeights<T> {
+    /// `(kv_lora_rank + rot_dim) × n_embd`.
+    pub kv_a: WeightMatrix,
+    /// RMSNorm gains of the latent.
+    pub kv_a_norm: Vec<T>,
+    /// Per head, `[kv_lora_rank, nope]` row-major (the converter's `attn_k_b`, HF's key rows transposed):
+    /// `k_nope = latentᵀ · k_b`.
+    pub k_b: Vec<Vec<T>>,
+    /// Per head, the value projection `value_dim × kv_lora_rank` (`attn_v_b`).
+    pub v_b: Vec<WeightMatrix>,
 }
 
 /// A block's per-layer input (Gemma 4's PLE): `x ← x + norm(proj(gelu(gate · x) ⊙ p_l))`, with `p_l` the layer's
@@ -267,7 +285,7 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
     let lc = &c.layers[i];
     let (d, hd, vd) = (c.n_embd, lc.head_dim(), lc.value_dim);
     let (q_rows, k_rows, v_rows) = (c.n_heads * hd, lc.n_kv_heads * hd, lc.n_kv_heads * vd);
-    let own_kv = lc.kv_from.is_none();
+    let own_kv = lc.kv_from.is_none() && c.mla.is_none();
     let ((wq, wk, wv), (bq, bk, bv)) = if ld.has(&n("attn_qkv.weight")) {
         let [wq, wk, wv]: [WeightMatrix; 3] = ld
             .split(&n("attn_qkv.weight"), d, &[q_rows, k_rows, v_rows])?
@@ -365,6 +383,22 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         }),
         None => None,
     };
+    let mla = match c.mla {
+        Some(m) => {
+            let (h, r) = (c.n_heads, lc.rope.rot_dim);
+            let nope = hd - r;
+            let name = n("attn_k_b.weight");
+            ld.checked(&name, &[nope, m.kv_lora_rank, h])?;
+            let k_b: Vec<T> = ld.file.dequantize_f32(&name)?.into_iter().map(T::of_f32).collect();
+            Some(MlaWeights {
+                kv_a: ld.matrix(&n("attn_kv_a_mqa.weight"), m.kv_lora_rank + r, d)?,
+                kv_a_norm: ld.vector(&n("attn_kv_a_norm.weight"), m.kv_lora_rank)?,
+                k_b: k_b.chunks(m.kv_lora_rank * nope).map(<[T]>::to_vec).collect(),
+                v_b: ld.experts(&n("attn_v_b.weight"), vd, m.kv_lora_rank, h)?,
+            })
+        }
+        None => None,
+    };
     let output_scale = match ld.has(&n("layer_output_scale.weight")) {
         true => Some(ld.vector::<f64>(&n("layer_output_scale.weight"), 1)?[0]),
         false => None,
@@ -404,6 +438,7 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
         ffn,
         post_ffn_norm: norm_if(c.post_norms, "post_ffw_norm.weight")?,
         per_layer,
+        mla,
         output_scale,
     })
 }

@@ -416,6 +416,54 @@ fn llama4_chunked_rope_layers_nope_temperature_and_input_weighted_experts() {
     }
 }
 
+/// DeepSeek-V2-Lite's layout: multi-head latent attention (each head's key and value decompressed from one normed
+/// latent, one rotated key part shared by all heads), YaRN whose magnitude is in the score scale `(1 + 0.1 m ln
+/// s)² / √20` rather than on cos and sin, layer 0 dense, then experts (softmax, top 2, not renormalised) beside two
+/// shared experts. The case's q and k are HF's per head `[nope | rope]` with the rope part in adjacent order;
+/// `reference` writes `[rope | nope]` (the rotated part first, half-split): the copies are reordered so. The
+/// case's latent and shared key part (`kv_latent_*`, `k_rope_*`) are not among `reference`'s quantities.
+#[test]
+fn deepseek2_latent_attention_yarn_score_scale_and_shared_experts() {
+    const ROPE: usize = 8;
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copied_cases("deepseek2", tmp.path(), |name, from, to| {
+        if name.starts_with("router_ids_") {
+            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
+            ids.sort_unstable();
+            ids.dedup();
+            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+        }
+        if name.starts_with("router_")
+            || name.starts_with("kv_latent_")
+            || name.starts_with("k_rope_")
+        {
+            return;
+        }
+        if !(name.starts_with('q') || name.starts_with('k')) {
+            std::fs::copy(from, to).unwrap();
+            return;
+        }
+        let a = Array::read(from).unwrap();
+        let d = *a.shape.last().unwrap();
+        let reordered: Vec<f64> = a
+            .to_f64()
+            .chunks(d)
+            .flat_map(|head| {
+                let (nope, rope) = head.split_at(d - ROPE);
+                let evens = rope.iter().step_by(2);
+                let odds = rope.iter().skip(1).step_by(2);
+                evens.chain(odds).chain(nope).copied().collect::<Vec<_>>()
+            })
+            .collect();
+        ropescope::io::npy::write(to, &a.shape, &reordered).unwrap();
+    });
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("deepseek2")),
+        ..F32_BARS
+    };
+    check_cases("deepseek2", &copies, bars);
+}
+
 /// GLM-4: half of each head rotates, on adjacent pairs (HF interleaves its own cosines; the case's q and k are in
 /// that order and are reordered as for cohere2, over the rotated dims only); pre- and post-norms, q/k/v biases,
 /// fused gate and up.

@@ -146,6 +146,7 @@ mod tests {
             v_norm: false,
             keys_as_values: false,
             per_layer_input: None,
+            mla: None,
             sinks: false,
             ffn_norm_tensor: "ffn_norm",
             final_softcap: None,

@@ -2,6 +2,7 @@
 //! [`ModelConfig`]. The forward pass itself is shared by all of them.
 
 mod cohere2;
+mod deepseek2;
 mod exaone4;
 pub mod gemma;
 mod gemma4;
@@ -31,7 +32,7 @@ use crate::rope::Pairing;
 /// Architectures the engine runs.
 pub const SUPPORTED: &[&str] = &[
     "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "smollm3", "olmo2",
-    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss", "gemma4", "llama4",
+    "gptneox", "phi2", "granite", "exaone4", "cohere2", "qwen3moe", "glm4", "gpt-oss", "gemma4", "llama4", "deepseek2",
 ];
 
 /// Architectures whose norms are LayerNorms (epsilon `attention.layer_norm_epsilon`); the others use RMSNorm.
@@ -104,6 +105,11 @@ pub fn assumptions(arch: &str) -> &'static [&'static str] {
             "the chosen experts' weights are renormalised to sum 1 (HF's norm_topk_prob of every Qwen 3 MoE \
              release; llama.cpp's loader does the same)",
         ],
+        "deepseek2" => &[
+            "RoPE pairs adjacent dims of the rotated part (the file's rows, as llama.cpp)",
+            "YaRN's mscale equals the file's mscale_all_dim (yarn_log_multiplier), as llama.cpp: cos and sin keep \
+             magnitude 1 and the score scale takes (1 + 0.1 m ln s)^2",
+        ],
         "llama4" => &[
             "every 4th layer (3, 7, ...) is a NoPE layer with full attention and its queries multiplied by \
              1 + 0.1 ln(1 + floor((p + 1) / 8192)); the others attend within chunks of 8192 positions (Scout's \
@@ -171,6 +177,7 @@ pub fn resolve_unchecked(file: &GgufFile) -> Result<ModelConfig> {
         "gpt-oss" => gpt_oss::config,
         "gemma4" => gemma4::config,
         "llama4" => llama4::config,
+        "deepseek2" => deepseek2::config,
         other => {
             return Err(Error::BadValue {
                 key: "general.architecture".into(),
@@ -256,6 +263,7 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         v_norm: false,
         keys_as_values: false,
         per_layer_input: None,
+        mla: None,
         sinks: false,
         ffn_norm_tensor: "ffn_norm",
         final_softcap: None,

@@ -32,5 +32,6 @@ pub fn experts(h: &Hparams, n_ff: usize, routing: Routing) -> Result<Moe> {
         routing,
         weights_input: false,
         n_ff_shared: None,
+        scale: 1.0,
     })
 }

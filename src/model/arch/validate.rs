@@ -28,7 +28,7 @@ pub struct Rule {
 /// heads (llama.cpp requires it of `llama` as `invalid n_rot`; HF's Llama, Mistral, Qwen and Gemma attention
 /// multiplies the whole head by the cosines), so a file stating fewer rotated dimensions describes no model of
 /// that family.
-pub const PARTIAL_ROTATION: &[&str] = &["phi3", "gptneox", "phi2", "glm4"];
+pub const PARTIAL_ROTATION: &[&str] = &["phi3", "gptneox", "phi2", "glm4", "deepseek2"];
 
 /// Distinct block indices among the file's `blk.{i}.*` tensors.
 fn block_indices(file: &GgufFile) -> Vec<usize> {
@@ -82,7 +82,7 @@ fn base_above_one(x: Option<f64>) -> Option<String> {
 
 /// Layer `i`'s head dimension, value dimension, key/value heads and feed-forward width as the file states them:
 /// the `_swa` dimensions on a layer `attention.sliding_window_pattern` marks sliding (where the file has them),
-/// the per-layer counts where it gives one per layer.
+/// the per-layer counts where it gives one per layer, an MLA head's (`_mla`) where the file has them.
 struct LayerShape {
     head_dim: usize,
     value_dim: usize,
@@ -95,12 +95,12 @@ fn layer_shape(h: &Hparams, i: usize) -> LayerShape {
         .sliding_window_pattern
         .as_ref()
         .is_some_and(|p| p.get(i) == Some(&true));
-    let head_dim = h.head_dim_swa.filter(|_| slides).unwrap_or(h.head_dim);
+    let head_dim = h.head_dim_swa.filter(|_| slides).or(h.head_dim_mla).unwrap_or(h.head_dim);
     LayerShape {
         head_dim,
         value_dim: match slides {
             true => h.value_dim_swa.or(h.head_dim_swa).unwrap_or(h.value_dim),
-            false => h.value_dim,
+            false => h.value_dim_mla.unwrap_or(h.value_dim),
         },
         n_kv_heads: h.kv_heads_of(i),
         n_ff: h.n_ff_of(i),
