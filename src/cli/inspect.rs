@@ -485,6 +485,10 @@ fn print_block(b: &BlockReport) {
                 Routing::SoftmaxTopK { normalize: false } => "softmax over all, as it gives them",
                 Routing::TopKSoftmax => "softmax over the chosen logits",
                 Routing::TopKSigmoid => "the sigmoid of each chosen logit",
+                Routing::SigmoidGrouped { normalize: true, .. } =>
+                    "their sigmoids renormalised to sum 1 (chosen on the biased sigmoids within the best groups)",
+                Routing::SigmoidGrouped { normalize: false, .. } =>
+                    "their sigmoids (chosen on the biased sigmoids within the best groups)",
             }
         );
         if m.weights_input {

@@ -56,6 +56,8 @@ pub struct Hparams {
     pub expert_gating_func: Option<usize>,
     /// `{arch}.expert_group_count`: groups of experts a router first chooses among (DeepSeek).
     pub expert_groups: Option<usize>,
+    /// `{arch}.expert_group_used_count`: groups a router keeps (DeepSeek).
+    pub expert_groups_used: Option<usize>,
     /// `{arch}.attention.q_lora_rank`: the rank of low-rank queries (DeepSeek's MLA), when they are.
     pub q_lora_rank: Option<usize>,
     /// `{arch}.attention.kv_lora_rank`: the width of the latent keys and values are decompressed from (MLA).
@@ -268,6 +270,7 @@ impl Hparams {
             expert_weights_norm: file.get_bool(&key("expert_weights_norm"))?,
             expert_gating_func: file.get_count(&key("expert_gating_func"))?,
             expert_groups: file.get_count(&key("expert_group_count"))?,
+            expert_groups_used: file.get_count(&key("expert_group_used_count"))?,
             q_lora_rank: file.get_count(&key("attention.q_lora_rank"))?,
             kv_lora_rank: file.get_count(&key("attention.kv_lora_rank"))?,
             head_dim_mla: file.get_count(&key("attention.key_length_mla"))?,

@@ -70,6 +70,18 @@ pub enum Routing {
     TopKSoftmax,
     /// The `n_used` largest logits, each weighted by its own sigmoid, not renormalised (Llama 4).
     TopKSigmoid,
+    /// DeepSeek V3: the sigmoid of every logit; the choice on the sigmoids plus the router's selection bias,
+    /// first of the `groups_used` best of `groups` groups of consecutive experts (a group scored by the sum of
+    /// its two best), then the `n_used` best within them; the chosen experts weighted by their unbiased
+    /// sigmoids, renormalised to sum 1 when `normalize`.
+    SigmoidGrouped {
+        /// Groups of consecutive experts (1: no group choice).
+        groups: usize,
+        /// Groups kept.
+        groups_used: usize,
+        /// Whether the chosen weights are renormalised.
+        normalize: bool,
+    },
 }
 
 /// A mixture-of-experts feed-forward block: a router scores every expert per token, the `n_used` best are run
@@ -95,13 +107,16 @@ pub struct Moe {
 }
 
 /// Multi-head latent attention (DeepSeek V2/V3): each token's keys and values are decompressed per head from one
-/// latent of `kv_lora_rank` (normed), beside one rotated key part of `rot_dim` shared by every head. In the
+/// latent of `kv_lora_rank` (normed), beside one rotated key part of `rot_dim` shared by every head; the queries
+/// are projected directly or through a normed rank-`q_lora_rank` bottleneck. In the
 /// engine each head's queries and keys are laid out rotated part first, `[rope | nope]`, so the layer's RoPE
 /// rotates the first `rot_dim` dimensions as any partial rotation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Mla {
     /// Width of the latent.
     pub kv_lora_rank: usize,
+    /// Rank of the queries' bottleneck (DeepSeek V3), when they have one.
+    pub q_lora_rank: Option<usize>,
 }
 
 /// The feed-forward block.

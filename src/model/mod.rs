@@ -306,7 +306,16 @@ impl<T: Real> Model<T> {
         let site = Site::Layer(l);
 
         let h = pre_normed(x, w.attn_norm.as_ref(), c.norm_eps);
-        let mut q = project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref());
+        let mut q = match w.mla.as_ref().and_then(|m| m.q_a.as_ref()) {
+            Some((q_a, norm)) => {
+                let mut a = project(Step::ProjectQ, q_a, &h, rows, None);
+                time(Step::Norm, || {
+                    ops::rms_norm_segments(&mut a, norm, c.norm_eps)
+                });
+                project(Step::ProjectQ, &w.wq, &a, rows, w.bq.as_deref())
+            }
+            None => project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref()),
+        };
         if c.mla.is_some() {
             rope_part_first(&mut q, hd, lc.rope.rot_dim);
         }
@@ -669,7 +678,7 @@ impl<T: Real> Model<T> {
         );
         let routes: Vec<Vec<(usize, f64)>> = logits
             .chunks(moe.n_experts)
-            .map(|row| route(row, moe.n_used, moe.routing))
+            .map(|row| route(row, moe.n_used, moe.routing, e.selection_bias.as_deref()))
             .collect();
         // Each expert's rows (ascending) and their weights, from one pass over the routes.
         let mut by_expert: Vec<Vec<(usize, f64)>> = vec![Vec::new(); moe.n_experts];
@@ -824,12 +833,23 @@ fn scale<T: Real>(x: &mut [T], by: Option<f64>) {
 }
 
 /// The experts a token is routed to and their weights, in f64, as `routing` says: the `k` largest logits (the
-/// lower index first among equals; the softmax keeps their order), weighted by the softmax over every expert
-/// (renormalised to sum 1 when asked) or by the softmax over the chosen logits alone.
-fn route<T: Real>(logits: &[T], k: usize, routing: Routing) -> Vec<(usize, f64)> {
+/// lower index first among equals; the softmax and the sigmoid keep their order), weighted by the softmax over
+/// every expert (renormalised to sum 1 when asked), by the softmax over the chosen logits alone or by their
+/// sigmoids; or DeepSeek V3's choice on the biased sigmoids within the best groups ([`Routing::SigmoidGrouped`],
+/// `bias` the router's selection bias).
+fn route<T: Real>(
+    logits: &[T],
+    k: usize,
+    routing: Routing,
+    bias: Option<&[f64]>,
+) -> Vec<(usize, f64)> {
     let logits: Vec<f64> = logits.iter().map(|v| v.to_f64_exact()).collect();
-    let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
+    let best_first = |score: &[f64], allowed: &dyn Fn(usize) -> bool| {
+        let mut order: Vec<usize> = (0..score.len()).filter(|&i| allowed(i)).collect();
+        order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
+        order
+    };
+    let order = best_first(&logits, &|_| true);
     let chosen = &order[..k];
     let softmax_over = |ids: &[usize]| -> Vec<f64> {
         let max = ids
@@ -856,6 +876,33 @@ fn route<T: Real>(logits: &[T], k: usize, routing: Routing) -> Vec<(usize, f64)>
             .iter()
             .map(|&i| (i, 1.0 / (1.0 + (-logits[i]).exp())))
             .collect(),
+        Routing::SigmoidGrouped {
+            groups,
+            groups_used,
+            normalize,
+        } => {
+            let s: Vec<f64> = logits.iter().map(|&z| 1.0 / (1.0 + (-z).exp())).collect();
+            let choice: Vec<f64> = match bias {
+                Some(b) => s.iter().zip(b).map(|(v, b)| v + b).collect(),
+                None => s.clone(),
+            };
+            let per = logits.len() / groups.max(1);
+            let group_score: Vec<f64> = choice
+                .chunks(per.max(1))
+                .map(|g| {
+                    let best = best_first(g, &|_| true);
+                    best.iter().take(2).map(|&i| g[i]).sum()
+                })
+                .collect();
+            let kept = &best_first(&group_score, &|_| true)[..groups_used.min(group_score.len())];
+            let order = best_first(&choice, &|e| groups <= 1 || kept.contains(&(e / per)));
+            let mut picked: Vec<(usize, f64)> = order.iter().take(k).map(|&i| (i, s[i])).collect();
+            if normalize {
+                let total: f64 = picked.iter().map(|(_, w)| w).sum::<f64>() + 1e-20;
+                picked.iter_mut().for_each(|(_, w)| *w /= total);
+            }
+            picked
+        }
     }
 }
 

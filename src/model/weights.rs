@@ -95,6 +95,8 @@ pub struct MlaWeights<T> {
     pub k_b: Vec<Vec<T>>,
     /// Per head, the value projection `value_dim × kv_lora_rank` (`attn_v_b`).
     pub v_b: Vec<WeightMatrix>,
+    /// The queries' bottleneck `q_lora_rank × n_embd` and its RMSNorm gains (then `wq` is `attn_q_b`).
+    pub q_a: Option<(WeightMatrix, Vec<T>)>,
 }
 
 /// A block's per-layer input (Gemma 4's PLE): `x ← x + norm(proj(gelu(gate · x) ⊙ p_l))`, with `p_l` the layer's
@@ -144,6 +146,9 @@ pub struct Experts<T> {
     pub router: WeightMatrix,
     /// Router bias, `n_experts`.
     pub router_bias: Option<Vec<T>>,
+    /// Bias added to the router's scores to choose experts, not to weight them (DeepSeek V3's
+    /// `exp_probs_b`), `n_experts`.
+    pub selection_bias: Option<Vec<f64>>,
     /// Per expert, the gate projection `n_ff × n_embd`.
     pub gate: Vec<WeightMatrix>,
     /// Per expert, the up projection `n_ff × n_embd`.
@@ -306,9 +311,13 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             false => Ok(None),
         };
         let own_v = own_kv && (!c.keys_as_values || ld.has(&n("attn_v.weight")));
+        let wq = match c.mla.and_then(|m| m.q_lora_rank) {
+            Some(rank) => ld.matrix(&n("attn_q_b.weight"), q_rows, rank)?,
+            None => ld.matrix(&n("attn_q.weight"), q_rows, d)?,
+        };
         (
             (
-                ld.matrix(&n("attn_q.weight"), q_rows, d)?,
+                wq,
                 matrix_if(own_kv, "attn_k.weight", k_rows)?,
                 matrix_if(own_v, "attn_v.weight", v_rows)?,
             ),
@@ -342,6 +351,7 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
             FfnWeights::Experts(Experts {
                 router: ld.matrix(&n("ffn_gate_inp.weight"), ne, d)?,
                 router_bias: ld.vector_opt(&n("ffn_gate_inp.bias"), ne)?,
+                selection_bias: ld.vector_opt(&n("exp_probs_b.bias"), ne)?,
                 gate: ld.experts(&n("ffn_gate_exps.weight"), ff, d, ne)?,
                 up: ld.experts(&n("ffn_up_exps.weight"), ff, d, ne)?,
                 down: ld.experts(&n("ffn_down_exps.weight"), d, ff, ne)?,
@@ -395,6 +405,13 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
                 kv_a_norm: ld.vector(&n("attn_kv_a_norm.weight"), m.kv_lora_rank)?,
                 k_b: k_b.chunks(m.kv_lora_rank * nope).map(<[T]>::to_vec).collect(),
                 v_b: ld.experts(&n("attn_v_b.weight"), vd, m.kv_lora_rank, h)?,
+                q_a: match m.q_lora_rank {
+                    Some(rank) => Some((
+                        ld.matrix(&n("attn_q_a.weight"), rank, d)?,
+                        ld.vector(&n("attn_q_a_norm.weight"), rank)?,
+                    )),
+                    None => None,
+                },
             })
         }
         None => None,

@@ -416,17 +416,13 @@ fn llama4_chunked_rope_layers_nope_temperature_and_input_weighted_experts() {
     }
 }
 
-/// DeepSeek-V2-Lite's layout: multi-head latent attention (each head's key and value decompressed from one normed
-/// latent, one rotated key part shared by all heads), YaRN whose magnitude is in the score scale `(1 + 0.1 m ln
-/// s)² / √20` rather than on cos and sin, layer 0 dense, then experts (softmax, top 2, not renormalised) beside two
-/// shared experts. The case's q and k are HF's per head `[nope | rope]` with the rope part in adjacent order;
-/// `reference` writes `[rope | nope]` (the rotated part first, half-split): the copies are reordered so. The
-/// case's latent and shared key part (`kv_latent_*`, `k_rope_*`) are not among `reference`'s quantities.
-#[test]
-fn deepseek2_latent_attention_yarn_score_scale_and_shared_experts() {
+/// Copies of a DeepSeek variant's cases under `dir` as `reference` writes them: the case's q and k are HF's per head
+/// `[nope | rope]` with the rope part (`ROPE` dims) in adjacent order, `reference` writes `[rope | nope]` (the
+/// rotated part first, half-split). The case's latent and shared key part (`kv_latent_*`, `k_rope_*`) are not
+/// among `reference`'s quantities; its routers choose at least 4 distinct experts per layer.
+fn latent_attention_cases(variant: &str, dir: &Path) -> Vec<PathBuf> {
     const ROPE: usize = 8;
-    let tmp = tempfile::tempdir().unwrap();
-    let copies = copied_cases("deepseek2", tmp.path(), |name, from, to| {
+    copied_cases(variant, dir, |name, from, to| {
         if name.starts_with("router_ids_") {
             let mut ids = Array::read(from).unwrap().to_i64().unwrap();
             ids.sort_unstable();
@@ -456,12 +452,36 @@ fn deepseek2_latent_attention_yarn_score_scale_and_shared_experts() {
             })
             .collect();
         ropescope::io::npy::write(to, &a.shape, &reordered).unwrap();
-    });
+    })
+}
+
+/// DeepSeek-V2-Lite's layout: multi-head latent attention (each head's key and value decompressed from one normed
+/// latent, one rotated key part shared by all heads), YaRN whose magnitude is in the score scale `(1 + 0.1 m ln
+/// s)² / √20` rather than on cos and sin, layer 0 dense, then experts (softmax, top 2, not renormalised) beside two
+/// shared experts.
+#[test]
+fn deepseek2_latent_attention_yarn_score_scale_and_shared_experts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = latent_attention_cases("deepseek2", tmp.path());
     let bars = F32Bars {
         attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("deepseek2")),
         ..F32_BARS
     };
     check_cases("deepseek2", &copies, bars);
+}
+
+/// DeepSeek V3's layout: queries through a normed rank-32 bottleneck; the router's sigmoids, the choice on them
+/// plus a selection bias within the 2 best of 4 groups (a group scored by its two best), the top 3 renormalised
+/// and scaled by 2.5; one shared expert.
+#[test]
+fn deepseek3_low_rank_queries_and_grouped_sigmoid_routing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = latent_attention_cases("deepseek3", tmp.path());
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("deepseek3")),
+        ..F32_BARS
+    };
+    check_cases("deepseek3", &copies, bars);
 }
 
 /// GLM-4: half of each head rotates, on adjacent pairs (HF interleaves its own cosines; the case's q and k are in

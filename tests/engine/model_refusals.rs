@@ -336,10 +336,9 @@ fn inspect_reports_gemma_query_scalars_by_size() {
 }
 
 /// The converted variants that `scan` does not run yet (their fixtures are ready for it), with the words of its
-/// refusal: DeepSeek V3's low-rank queries, Gemma 4's experts, and Gemma 4's layers of two shapes (the engine
-/// runs those: `engine_converted::gemma4_*`).
+/// refusal: Gemma 4's experts, and Gemma 4's layers of two shapes (the engine runs those:
+/// `engine_converted::gemma4_*`).
 const NOT_YET_RUN: &[(&str, &str)] = &[
-    ("deepseek3", "DeepSeek's low-rank queries"),
     ("gemma4", "layers differ in head dimension"),
     ("gemma4-31b", "layers differ in head dimension"),
     ("gemma4-moe", "Gemma 4's mixture of experts"),
@@ -387,8 +386,8 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
         .into_iter()
         .filter(|v| NOT_YET_RUN.iter().all(|(n, _)| n != v))
         .collect();
-    assert_eq!(variants.len(), 29, "{variants:?}");
-    assert_eq!(converted_variants().len(), 29 + NOT_YET_RUN.len());
+    assert_eq!(variants.len(), 30, "{variants:?}");
+    assert_eq!(converted_variants().len(), 30 + NOT_YET_RUN.len());
     let tmp = tempfile::tempdir().unwrap();
     for v in &variants {
         let out = tmp.path().join(v);

@@ -11,8 +11,10 @@
 //! `expert_weights_norm`, multiplied by `expert_weights_scale`; the shared experts run as one block of
 //! `expert_shared_count` times the experts' width.
 //!
-//! Refused by name: low-rank queries (`attention.q_lora_rank`, DeepSeek V3 and V2), sigmoid routing and expert
-//! groups (V3).
+//! DeepSeek V3's additions: low-rank queries (`attention.q_lora_rank`: `attn_q_a`, normed, then `attn_q_b`) and
+//! its router (`expert_gating_func` 2): sigmoids, the choice on the sigmoids plus `exp_probs_b` within the best
+//! `expert_group_used_count` of `expert_group_count` groups. Refused by name: groups with the softmax router
+//! (DeepSeek V2's 236B, whose group rule HF and llama.cpp compute differently).
 
 use super::with_pairing;
 use crate::error::{Error, Result};
@@ -20,22 +22,38 @@ use crate::gguf::Hparams;
 use crate::model::config::{Mla, ModelConfig, Moe, Routing};
 use crate::rope::{Pairing, Scaling};
 
-/// Configuration of a DeepSeek V2 model with full-rank queries.
+/// Configuration of a DeepSeek V2 or V3 model.
 pub fn config(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     let arch = &h.architecture;
     let refuse = |what: &str| Error::NotImplemented {
         what: what.into(),
-        hint: "; DeepSeek-V2-Lite's layout (full-rank queries, softmax routing) runs".into(),
+        hint: "; DeepSeek-V2-Lite's and V3's routers run".into(),
     };
-    if h.q_lora_rank.is_some_and(|r| r > 0) {
-        return Err(refuse("DeepSeek's low-rank queries (attention.q_lora_rank)"));
-    }
-    if h.expert_gating_func.is_some_and(|g| g != 1) {
-        return Err(refuse("a router other than the softmax (expert_gating_func)"));
-    }
-    if h.expert_groups.is_some_and(|g| g > 1) {
-        return Err(refuse("group-limited routing (expert_group_count above 1)"));
-    }
+    let groups = h.expert_groups.unwrap_or(1).max(1);
+    let normalize = h.expert_weights_norm.unwrap_or(false);
+    let routing = match h.expert_gating_func.unwrap_or(1) {
+        1 if groups > 1 => return Err(refuse("group-limited routing with the softmax router (expert_group_count)")),
+        1 => Routing::SoftmaxTopK { normalize },
+        2 => {
+            let groups_used = h.expert_groups_used.unwrap_or(groups);
+            let experts = h.n_experts.unwrap_or(0);
+            if groups_used == 0 || groups_used > groups || experts % groups != 0 {
+                return Err(Error::BadValue {
+                    key: format!("{arch}.expert_group_used_count"),
+                    problem: format!(
+                        "{groups_used} of {groups} groups over {experts} experts (must be 1 to the group count, \
+                         the groups dividing the experts)"
+                    ),
+                });
+            }
+            Routing::SigmoidGrouped {
+                groups,
+                groups_used,
+                normalize,
+            }
+        }
+        other => return Err(refuse(&format!("expert_gating_func {other}"))),
+    };
     let missing = |key: &str| Error::MissingKey(format!("{arch}.{key}"));
     let kv_lora_rank = h.kv_lora_rank.ok_or_else(|| missing("attention.kv_lora_rank"))?;
     let head_dim = h.head_dim_mla.ok_or_else(|| missing("attention.key_length_mla"))?;
@@ -51,7 +69,10 @@ pub fn config(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
         });
     }
     let mut c = with_pairing(base, Pairing::Adjacent);
-    c.mla = Some(Mla { kv_lora_rank });
+    c.mla = Some(Mla {
+        kv_lora_rank,
+        q_lora_rank: h.q_lora_rank.filter(|&r| r > 0),
+    });
     let mut scale = 1.0 / (head_dim as f64).sqrt();
     for layer in &mut c.layers {
         layer.rope.head_dim = head_dim;
@@ -71,9 +92,7 @@ pub fn config(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     (c.head_dim, c.value_dim, c.n_kv_heads) = (head_dim, value_dim, c.n_heads);
     c.attn_scale = scale;
     let dense = h.leading_dense.unwrap_or(0);
-    let moe = super::moe::experts(h, c.n_ff, Routing::SoftmaxTopK {
-        normalize: h.expert_weights_norm.unwrap_or(false),
-    })?;
+    let moe = super::moe::experts(h, c.n_ff, routing)?;
     c.moe = Some(Moe {
         n_ff_shared: h.n_experts_shared.filter(|&n| n > 0).map(|n| n * moe.n_ff),
         scale: h.expert_weights_scale.filter(|&s| s != 0.0).unwrap_or(1.0),
