@@ -69,7 +69,25 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
             Some(norm) => norm.normed(&rows.concat(), c.norm_eps),
             None => rows.concat(),
         };
-        let q = lw.wq.apply(&x, n, lw.bq.as_deref());
+        // DeepSeek V3's queries pass through a normed bottleneck first.
+        let q = match lw.mla.as_ref().and_then(|m| m.q_a.as_ref()) {
+            Some((q_a, norm)) => {
+                let a: Vec<T> = q_a
+                    .apply(&x, n, None)
+                    .chunks(norm.len())
+                    .flat_map(|row| {
+                        let ms = row.iter().map(|v| v.to_f64_exact().powi(2)).sum::<f64>()
+                            / row.len() as f64;
+                        let s = 1.0 / (ms + c.norm_eps).sqrt();
+                        row.iter()
+                            .zip(norm)
+                            .map(move |(&v, &g)| T::of_f64(v.to_f64_exact() * s * g.to_f64_exact()))
+                    })
+                    .collect();
+                lw.wq.apply(&a, n, lw.bq.as_deref())
+            }
+            None => lw.wq.apply(&x, n, lw.bq.as_deref()),
+        };
         let (qn, kn) = (lw.q_norm.as_deref(), kl.k_norm.as_deref());
         // Latent attention (DeepSeek) has no key projection of the embeddings: its keys' spread is not measured.
         let kv_spreads: Vec<Option<Spread>> = match &kl.wk {

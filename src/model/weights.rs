@@ -157,8 +157,9 @@ pub struct Experts<T> {
     pub down: Vec<WeightMatrix>,
     /// Per expert, the gate, up and down biases (`n_ff`, `n_ff`, `n_embd`).
     pub biases: Option<Vec<[Vec<T>; 3]>>,
-    /// The shared expert every token also runs (Llama 4).
-    pub shared: Option<DenseFfn<T>>,
+    /// The shared expert every token also runs (Llama 4, DeepSeek), boxed as the larger variant of
+    /// [`FfnWeights`] would otherwise be.
+    pub shared: Option<Box<DenseFfn<T>>>,
 }
 
 /// A block's feed-forward weights.
@@ -357,13 +358,13 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
                 down: ld.experts(&n("ffn_down_exps.weight"), d, ff, ne)?,
                 biases,
                 shared: match moe.n_ff_shared {
-                    Some(width) => Some(DenseFfn {
+                    Some(width) => Some(Box::new(DenseFfn {
                         gate: Some(ld.matrix(&n("ffn_gate_shexp.weight"), width, d)?),
                         up: ld.matrix(&n("ffn_up_shexp.weight"), width, d)?,
                         b_up: None,
                         down: ld.matrix(&n("ffn_down_shexp.weight"), d, width)?,
                         b_down: None,
-                    }),
+                    })),
                     None => None,
                 },
             })

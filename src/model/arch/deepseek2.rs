@@ -37,7 +37,7 @@ pub fn config(base: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
         2 => {
             let groups_used = h.expert_groups_used.unwrap_or(groups);
             let experts = h.n_experts.unwrap_or(0);
-            if groups_used == 0 || groups_used > groups || experts % groups != 0 {
+            if groups_used == 0 || groups_used > groups || !experts.is_multiple_of(groups) {
                 return Err(Error::BadValue {
                     key: format!("{arch}.expert_group_used_count"),
                     problem: format!(
