@@ -104,6 +104,10 @@ pub struct Moe {
     pub n_ff_shared: Option<usize>,
     /// Multiplier of the routed experts' weights (DeepSeek's `routed_scaling_factor`; 1 elsewhere).
     pub scale: f64,
+    /// Gemma 4's block: the experts run beside the layer's dense feed-forward block, each through its own
+    /// norms, the router reading the residual stream (normed without gains, times its own per-channel scale and
+    /// `n_embd^−½`), each chosen weight multiplied by its expert's scale.
+    pub beside_dense: bool,
 }
 
 /// Multi-head latent attention (DeepSeek V2/V3): each token's keys and values are decompressed per head from one

@@ -35,7 +35,8 @@ use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
 use weights::{
-    DenseFfn, Experts, FfnWeights, LayerWeights, MlaWeights, NormWeights, PerLayerInputs, Weights,
+    BesideDense, DenseFfn, Experts, FfnWeights, LayerWeights, MlaWeights, NormWeights,
+    PerLayerInputs, Weights,
 };
 
 /// A model ready to run in precision `T`.
@@ -420,14 +421,14 @@ impl<T: Real> Model<T> {
                 "the residual stream after attention",
             )?;
             let h = pre_normed(x, w.ffn_norm.as_ref(), c.norm_eps);
-            let f = self.feed_forward(w, &h, rows);
+            let f = self.feed_forward(w, &h, x, rows);
             time(Step::Activation, || add_to_stream(x, &f));
         } else {
             // Both blocks read the block's input (the stream is not yet updated), the feed-forward block through
             // its own norm or the attention's; their sum joins the stream.
             let f = match &w.ffn_norm {
-                Some(norm) => self.feed_forward(w, &pre_normed(x, Some(norm), c.norm_eps), rows),
-                None => self.feed_forward(w, &h, rows),
+                Some(norm) => self.feed_forward(w, &pre_normed(x, Some(norm), c.norm_eps), x, rows),
+                None => self.feed_forward(w, &h, x, rows),
             };
             time(Step::Activation, || {
                 add_into(&mut o, &f);
@@ -621,11 +622,14 @@ impl<T: Real> Model<T> {
     }
 
     /// The feed-forward block on `rows` normed rows `h`, through its post-norm and residual scale.
-    fn feed_forward(&self, w: &LayerWeights<T>, h: &[T], rows: usize) -> Vec<T> {
+    fn feed_forward(&self, w: &LayerWeights<T>, h: &[T], x: &[f64], rows: usize) -> Vec<T> {
         let c = &self.config;
         let mut f = match &w.ffn {
             FfnWeights::Dense(d) => self.dense_ffn(d, h, rows),
-            FfnWeights::Experts(e) => self.experts(e, h, rows),
+            FfnWeights::Experts(e) => match &e.beside {
+                Some(b) => self.experts_beside_dense(e, b, h, x, rows),
+                None => self.experts(e, h, h, None, rows),
+            },
         };
         if let Some(pn) = &w.post_ffn_norm {
             time(Step::Norm, || {
@@ -634,6 +638,41 @@ impl<T: Real> Model<T> {
         }
         scale(&mut f, c.residual_scale);
         f
+    }
+
+    /// Gemma 4's experts beside the dense block, from the block's normed input `h` and the residual stream `x`:
+    /// `norm₁(dense(h)) + norm₂(experts(norm(x)))`, the router reading `x` normed without gains, times its
+    /// per-channel scale and `n_embd^−½`.
+    fn experts_beside_dense(
+        &self,
+        e: &Experts<T>,
+        b: &BesideDense<T>,
+        h: &[T],
+        x: &[f64],
+        rows: usize,
+    ) -> Vec<T> {
+        let c = &self.config;
+        let mut dense = self.dense_ffn(&b.dense, h, rows);
+        time(Step::Norm, || {
+            ops::rms_norm_segments(&mut dense, &b.dense_post_norm, c.norm_eps)
+        });
+        let unit = vec![T::one(); c.n_embd];
+        let mut router_in: Vec<T> = time(Step::Norm, || ops::rms_normed(x, &unit, c.norm_eps));
+        let root = T::of_f64(1.0 / (c.n_embd as f64).sqrt());
+        for row in router_in.chunks_mut(c.n_embd) {
+            for (v, &s) in row.iter_mut().zip(&b.router_scale) {
+                *v = *v * s * root;
+            }
+        }
+        let input: Vec<T> = time(Step::Norm, || {
+            ops::rms_normed(x, &b.experts_pre_norm, c.norm_eps)
+        });
+        let mut routed = self.experts(e, &input, &router_in, Some(&b.expert_scale), rows);
+        time(Step::Norm, || {
+            ops::rms_norm_segments(&mut routed, &b.experts_post_norm, c.norm_eps)
+        });
+        add_into(&mut dense, &routed);
+        dense
     }
 
     /// A dense feed-forward block: `down(act(gate(h)) · up(h))`, or `down(act(up(h)))` without a gate.
@@ -663,7 +702,17 @@ impl<T: Real> Model<T> {
     /// A mixture of experts: the router's logits (f64) pick each token's experts and weights as the model's
     /// [`Routing`] says; each expert runs once on the rows routed to it, weighted after its down projection (or on
     /// its input: Llama 4), its outputs added in ascending expert order in f64, then the shared expert's, if any.
-    fn experts(&self, e: &Experts<T>, h: &[T], rows: usize) -> Vec<T> {
+    ///
+    /// The router reads `router_in` (the experts' input `h` but in Gemma 4), and each chosen weight is multiplied
+    /// by `expert_scale` of its expert where given.
+    fn experts(
+        &self,
+        e: &Experts<T>,
+        h: &[T],
+        router_in: &[T],
+        expert_scale: Option<&[f64]>,
+        rows: usize,
+    ) -> Vec<T> {
         let c = &self.config;
         let moe = c
             .moe
@@ -672,13 +721,19 @@ impl<T: Real> Model<T> {
         let logits = project(
             Step::ProjectGate,
             &e.router,
-            h,
+            router_in,
             rows,
             e.router_bias.as_deref(),
         );
         let routes: Vec<Vec<(usize, f64)>> = logits
             .chunks(moe.n_experts)
-            .map(|row| route(row, moe.n_used, moe.routing, e.selection_bias.as_deref()))
+            .map(|row| {
+                let mut chosen = route(row, moe.n_used, moe.routing, e.selection_bias.as_deref());
+                if let Some(s) = expert_scale {
+                    chosen.iter_mut().for_each(|(i, w)| *w *= s[*i]);
+                }
+                chosen
+            })
             .collect();
         // Each expert's rows (ascending) and their weights, from one pass over the routes.
         let mut by_expert: Vec<Vec<(usize, f64)>> = vec![Vec::new(); moe.n_experts];

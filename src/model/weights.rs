@@ -160,6 +160,26 @@ pub struct Experts<T> {
     /// The shared expert every token also runs (Llama 4, DeepSeek), boxed as the larger variant of
     /// [`FfnWeights`] would otherwise be.
     pub shared: Option<Box<DenseFfn<T>>>,
+    /// Gemma 4's block beside the dense one ([`super::config::Moe::beside_dense`]).
+    pub beside: Option<Box<BesideDense<T>>>,
+}
+
+/// What Gemma 4's experts add beside the dense feed-forward block: the dense block itself with its own post-norm,
+/// the experts' pre- and post-norms, the router's per-channel input scale and each expert's output scale.
+#[derive(Clone, Debug)]
+pub struct BesideDense<T> {
+    /// The dense feed-forward block.
+    pub dense: DenseFfn<T>,
+    /// RMSNorm gains after the dense block (`post_ffw_norm_1`).
+    pub dense_post_norm: Vec<T>,
+    /// RMSNorm gains of the experts' input (`pre_ffw_norm_2`).
+    pub experts_pre_norm: Vec<T>,
+    /// RMSNorm gains after the experts' sum (`post_ffw_norm_2`).
+    pub experts_post_norm: Vec<T>,
+    /// The router's per-channel input scale (`ffn_gate_inp.scale`).
+    pub router_scale: Vec<T>,
+    /// Each expert's weight multiplier (`ffn_down_exps.scale`).
+    pub expert_scale: Vec<f64>,
 }
 
 /// A block's feed-forward weights.
@@ -339,6 +359,37 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
     let ffn = match c.moe.filter(|_| lc.experts) {
         Some(moe) => {
             let (ne, ff) = (moe.n_experts, moe.n_ff);
+            // Gemma 4 keeps each expert's gate and up projections in one tensor, gate rows first.
+            let (gate, up) = match ld.has(&n("ffn_gate_up_exps.weight")) {
+                true => ld
+                    .experts(&n("ffn_gate_up_exps.weight"), 2 * ff, d, ne)?
+                    .into_iter()
+                    .map(|m| {
+                        let [g, u]: [WeightMatrix; 2] = m
+                            .split_rows(&[ff, ff], "ffn_gate_up_exps.weight")?
+                            .try_into()
+                            .expect("two parts");
+                        Ok((g, u))
+                    })
+                    .collect::<Result<Vec<_>>>()?
+                    .into_iter()
+                    .unzip(),
+                false => (
+                    ld.experts(&n("ffn_gate_exps.weight"), ff, d, ne)?,
+                    ld.experts(&n("ffn_up_exps.weight"), ff, d, ne)?,
+                ),
+            };
+            let beside = match moe.beside_dense {
+                true => Some(Box::new(BesideDense {
+                    dense: dense_ffn(ld, c, i)?,
+                    dense_post_norm: ld.vector(&n("post_ffw_norm_1.weight"), d)?,
+                    experts_pre_norm: ld.vector(&n("pre_ffw_norm_2.weight"), d)?,
+                    experts_post_norm: ld.vector(&n("post_ffw_norm_2.weight"), d)?,
+                    router_scale: ld.vector(&n("ffn_gate_inp.scale"), d)?,
+                    expert_scale: ld.vector(&n("ffn_down_exps.scale"), ne)?,
+                })),
+                false => None,
+            };
             let biases = match ld.has(&n("ffn_gate_exps.bias")) {
                 true => {
                     let gate = ld.expert_vectors(&n("ffn_gate_exps.bias"), ff, ne)?;
@@ -353,8 +404,8 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
                 router: ld.matrix(&n("ffn_gate_inp.weight"), ne, d)?,
                 router_bias: ld.vector_opt(&n("ffn_gate_inp.bias"), ne)?,
                 selection_bias: ld.vector_opt(&n("exp_probs_b.bias"), ne)?,
-                gate: ld.experts(&n("ffn_gate_exps.weight"), ff, d, ne)?,
-                up: ld.experts(&n("ffn_up_exps.weight"), ff, d, ne)?,
+                gate,
+                up,
                 down: ld.experts(&n("ffn_down_exps.weight"), d, ff, ne)?,
                 biases,
                 shared: match moe.n_ff_shared {
@@ -367,6 +418,7 @@ fn load_layer<T: Real>(ld: &Loader, c: &ModelConfig, i: usize) -> Result<LayerWe
                     })),
                     None => None,
                 },
+                beside,
             })
         }
         None => FfnWeights::Dense(dense_ffn(ld, c, i)?),

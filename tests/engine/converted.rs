@@ -99,6 +99,14 @@ fn interleaved_to_half_split(name: &str, from: &Path, to: &Path, rot: Option<usi
     ropescope::io::npy::write(to, &a.shape, &half).unwrap();
 }
 
+/// Asserts that the router ids file `from` holds at least 4 distinct experts: routing that differs between tokens.
+fn assert_routes_vary(name: &str, from: &Path) {
+    let mut ids = Array::read(from).unwrap().to_i64().unwrap();
+    ids.sort_unstable();
+    ids.dedup();
+    assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+}
+
 /// Copies of `variant`'s case directories under `dir`: `file(name, from, to)` writes (or skips) each file.
 fn copied_cases(
     variant: &str,
@@ -130,6 +138,16 @@ fn check_variant_with(variant: &str, f32: F32Bars) {
         ..f32
     };
     check_cases(variant, &cases_of(variant), bars);
+}
+
+/// Both precisions of `variant`'s model on copies of its cases (reordered or trimmed as the test says), f32 held to
+/// HF's own float32 distance where that is above the default bar.
+fn check_copies(variant: &str, copies: &[PathBuf]) {
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention(variant)),
+        ..F32_BARS
+    };
+    check_cases(variant, copies, bars);
 }
 
 /// Both precisions of `variant`'s model on the case directories `cases`.
@@ -280,11 +298,7 @@ fn cohere2_adjacent_pairs_nope_global_layers_and_parallel_blocks() {
     let copies = copied_cases("cohere2", tmp.path(), |name, from, to| {
         interleaved_to_half_split(name, from, to, None)
     });
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("cohere2")),
-        ..F32_BARS
-    };
-    check_cases("cohere2", &copies, bars);
+    check_copies("cohere2", &copies);
 }
 
 /// Qwen 3 MoE: 8 experts, 2 per token, the chosen weights renormalised; the router picks different experts for
@@ -295,20 +309,13 @@ fn qwen3_moe_routes_tokens_to_their_top_two_experts() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = copied_cases("qwen3-moe", tmp.path(), |name, from, to| {
         if name.starts_with("router_ids_") {
-            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
-            ids.sort_unstable();
-            ids.dedup();
-            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+            assert_routes_vary(name, from);
         }
         if !name.starts_with("router_") {
             std::fs::copy(from, to).unwrap();
         }
     });
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("qwen3-moe")),
-        ..F32_BARS
-    };
-    check_cases("qwen3-moe", &copies, bars);
+    check_copies("qwen3-moe", &copies);
 }
 
 /// GPT-OSS: every head's sink takes a share of each row (the case's `sink_L{l}.npy`, `[H, T]`, compared as the
@@ -321,10 +328,7 @@ fn gpt_oss_sinks_unrounded_yarn_and_clamped_experts() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = copied_cases("gpt-oss", tmp.path(), |name, from, to| {
         if name.starts_with("router_ids_") {
-            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
-            ids.sort_unstable();
-            ids.dedup();
-            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+            assert_routes_vary(name, from);
         } else if name.starts_with("sink_") {
             let a = Array::read(from).unwrap();
             let mass = a.to_f64();
@@ -340,11 +344,7 @@ fn gpt_oss_sinks_unrounded_yarn_and_clamped_experts() {
             std::fs::copy(from, to).unwrap();
         }
     });
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("gpt-oss")),
-        ..F32_BARS
-    };
-    check_cases("gpt-oss", &copies, bars);
+    check_copies("gpt-oss", &copies);
 }
 
 /// Gemma 4 (E2B/E4B style): sliding layers with heads of 16 rotating whole, global layers with heads of 32
@@ -373,10 +373,7 @@ fn llama4_chunked_rope_layers_nope_temperature_and_input_weighted_experts() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = copied_cases("llama4", tmp.path(), |name, from, to| {
         if name.starts_with("router_ids_") {
-            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
-            ids.sort_unstable();
-            ids.dedup();
-            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+            assert_routes_vary(name, from);
         }
         if !name.starts_with("router_") {
             interleaved_to_half_split(name, from, to, None);
@@ -424,10 +421,7 @@ fn latent_attention_cases(variant: &str, dir: &Path) -> Vec<PathBuf> {
     const ROPE: usize = 8;
     copied_cases(variant, dir, |name, from, to| {
         if name.starts_with("router_ids_") {
-            let mut ids = Array::read(from).unwrap().to_i64().unwrap();
-            ids.sort_unstable();
-            ids.dedup();
-            assert!(ids.len() >= 4, "{name}: experts {ids:?}");
+            assert_routes_vary(name, from);
         }
         if name.starts_with("router_")
             || name.starts_with("kv_latent_")
@@ -463,11 +457,7 @@ fn latent_attention_cases(variant: &str, dir: &Path) -> Vec<PathBuf> {
 fn deepseek2_latent_attention_yarn_score_scale_and_shared_experts() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = latent_attention_cases("deepseek2", tmp.path());
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("deepseek2")),
-        ..F32_BARS
-    };
-    check_cases("deepseek2", &copies, bars);
+    check_copies("deepseek2", &copies);
 }
 
 /// DeepSeek V3's layout: queries through a normed rank-32 bottleneck; the router's sigmoids, the choice on them
@@ -477,11 +467,24 @@ fn deepseek2_latent_attention_yarn_score_scale_and_shared_experts() {
 fn deepseek3_low_rank_queries_and_grouped_sigmoid_routing() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = latent_attention_cases("deepseek3", tmp.path());
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("deepseek3")),
-        ..F32_BARS
-    };
-    check_cases("deepseek3", &copies, bars);
+    check_copies("deepseek3", &copies);
+}
+
+/// Gemma 4 (26B-A4B style): 8 experts (top 2) beside every dense feed-forward block, each through its own norms;
+/// the router reads the residual stream normed without gains, times its own scale and `n_embd^−½`; the chosen
+/// weights renormalised and multiplied by each expert's scale. Keys as values on the global layers.
+#[test]
+fn gemma4_moe_experts_beside_the_dense_block() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copied_cases("gemma4-moe", tmp.path(), |name, from, to| {
+        if name.starts_with("router_ids_") {
+            assert_routes_vary(name, from);
+        }
+        if !name.starts_with("router_") {
+            std::fs::copy(from, to).unwrap();
+        }
+    });
+    check_copies("gemma4-moe", &copies);
 }
 
 /// GLM-4: half of each head rotates, on adjacent pairs (HF interleaves its own cosines; the case's q and k are in
@@ -493,11 +496,7 @@ fn glm4_partial_rotation_on_adjacent_pairs() {
     let copies = copied_cases("glm4", tmp.path(), |name, from, to| {
         interleaved_to_half_split(name, from, to, Some(8))
     });
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("glm4")),
-        ..F32_BARS
-    };
-    check_cases("glm4", &copies, bars);
+    check_copies("glm4", &copies);
 }
 
 /// llama.cpp's converter writes Mistral as `llama` and drops its sliding window (16 here), so no reader of the

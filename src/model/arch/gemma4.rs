@@ -10,11 +10,13 @@
 //! the final logits soft-capped. Where the file has them: per-layer inputs (PLE), added after the feed-forward
 //! block; a per-layer scale of the whole stream; the last `attention.shared_kv_layers` layers attend over the keys
 //! and values of the last earlier layer of their own kind (HF's rule; llama.cpp takes layer `L − S − 2` for a
-//! sliding and `L − S − 1` for a global one, the same layers in every release).
+//! sliding and `L − S − 1` for a global one, the same layers in every release). The 26B-A4B adds experts beside
+//! every dense feed-forward block ([`crate::model::config::Moe::beside_dense`]): a softmax router on the residual
+//! stream, the top-k renormalised and multiplied by each expert's scale.
 
 use crate::error::{Error, Result};
 use crate::gguf::Hparams;
-use crate::model::config::{Activation, ModelConfig, QkNorm};
+use crate::model::config::{Activation, ModelConfig, Moe, QkNorm, Routing};
 use crate::rope::Scaling;
 
 /// A `rope_freqs.weight` divisor at least this large marks a chunk that does not rotate (the converter writes
@@ -28,9 +30,10 @@ pub const GEMMA4_GLOBAL_EVERY: usize = 6;
 pub fn config(mut c: ModelConfig, h: &Hparams) -> Result<ModelConfig> {
     let arch = &h.architecture;
     if h.n_experts.is_some_and(|n| n > 0) {
-        return Err(Error::NotImplemented {
-            what: "Gemma 4's mixture of experts beside the dense feed-forward block (26B-A4B)".into(),
-            hint: "; the dense Gemma 4 models run".into(),
+        let routing = Routing::SoftmaxTopK { normalize: true };
+        c.moe = Some(Moe {
+            beside_dense: true,
+            ..super::moe::experts(h, c.n_ff, routing)?
         });
     }
     c.activation = Activation::GeluTanh;

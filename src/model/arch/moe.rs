@@ -33,5 +33,6 @@ pub fn experts(h: &Hparams, n_ff: usize, routing: Routing) -> Result<Moe> {
         weights_input: false,
         n_ff_shared: None,
         scale: 1.0,
+        beside_dense: false,
     })
 }
