@@ -82,8 +82,8 @@ pub struct LayerWeights<T> {
 }
 
 /// Multi-head latent attention's key and value weights: `kv_a` projects each token to its latent (first
-/// `kv_lora_rank` rows, normed by `kv_a_norm`) and the shared unrotated-then-rotated key part (the last rows);
-/// each head decompresses its unrotated key part and its values from the latent.
+/// `kv_lora_rank` rows, normed by `kv_a_norm`) and the key part every head shares, before RoPE (the last
+/// `rot_dim` rows); each head decompresses its unrotated key part and its values from the latent.
 #[derive(Clone, Debug)]
 pub struct MlaWeights<T> {
     /// `(kv_lora_rank + rot_dim) × n_embd`.
