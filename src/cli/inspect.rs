@@ -8,8 +8,8 @@
 use crate::gguf::{DataExtent, GgufFile, Hparams};
 use crate::model::arch;
 use crate::model::config::{
-    Activation, FeedForward, LayerConfig, LogitScale, ModelConfig, Moe, Norm, QkNorm, Residual,
-    Routing, Temperature,
+    Activation, FeedForward, LayerConfig, LogitScale, Mla, ModelConfig, Moe, Norm, QkNorm,
+    Residual, Routing, Temperature,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -97,6 +97,8 @@ struct BlockReport {
     activation: Activation,
     /// Whether every head has a learned sink logit: one more softmax entry per row, attached to no key.
     sinks: bool,
+    /// Multi-head latent attention: the latent's width and the queries' bottleneck rank.
+    mla: Option<Mla>,
     /// The mixture of experts in place of the feed-forward block, if any.
     moe: Option<Moe>,
     /// Multiplier of the token embeddings.
@@ -121,6 +123,7 @@ impl BlockReport {
             feed_forward: c.feed_forward,
             activation: c.activation,
             sinks: c.sinks,
+            mla: c.mla,
             moe: c.moe,
             embedding_scale: c.embed_scale,
             residual_scale: c.residual_scale,
@@ -470,6 +473,16 @@ fn print_block(b: &BlockReport) {
             other => serde_name(&other),
         },
     );
+    if let Some(m) = &b.mla {
+        let queries = m.q_lora_rank.map_or("projected directly".into(), |r| {
+            format!("through a normed rank-{r} bottleneck")
+        });
+        println!(
+            "latent          keys and values decompressed per head from a normed latent of {}, one rotated key \
+             part shared by the heads; queries {queries}",
+            m.kv_lora_rank
+        );
+    }
     if b.sinks {
         println!("sinks           every head has a learned sink logit: one more softmax entry per row, no value");
     }

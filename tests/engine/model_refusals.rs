@@ -230,6 +230,30 @@ fn inspect_reports_nope_layers_block_layouts_and_assumptions() {
         gemma4["kv_from"],
         serde_json::json!([null, null, null, 1, 1, 2])
     );
+    let llama4 = inspect("llama4");
+    let chunked = &llama4["rope"]["layer_types"][0];
+    assert_eq!(chunked["layers"], serde_json::json!([0, 2]));
+    assert_eq!(chunked["chunk"], 8192);
+    let nope = llama4["rope"]["layer_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["nope"] == true)
+        .unwrap()
+        .clone();
+    assert_eq!(nope["layers"], serde_json::json!([3]));
+    assert_eq!(nope["temperature"]["floor"], 8192.0);
+    assert_eq!(nope["experts"], true);
+    assert_eq!(llama4["block"]["moe"]["routing"], "top-k-sigmoid");
+    assert_eq!(llama4["block"]["moe"]["weights_input"], true);
+    let deepseek3 = inspect("deepseek3")["block"].clone();
+    assert_eq!(deepseek3["mla"]["kv_lora_rank"], 20);
+    assert_eq!(deepseek3["mla"]["q_lora_rank"], 32);
+    let grouped = &deepseek3["moe"]["routing"]["sigmoid-grouped"];
+    assert_eq!(grouped["groups"], 4);
+    assert_eq!(grouped["groups_used"], 2);
+    assert_eq!(deepseek3["moe"]["scale"], 2.5);
+    assert!(inspect("deepseek2")["block"]["mla"]["q_lora_rank"].is_null());
     assert_eq!(inspect("granite")["block"]["logit_scale"]["divide"], 8.0);
     assert_eq!(inspect("cohere2")["block"]["logit_scale"]["multiply"], 0.25);
     assert!(inspect("llama")["assumptions"]
