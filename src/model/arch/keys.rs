@@ -58,12 +58,25 @@ const COMMON_BLOCK_TENSORS: &[&str] = &[
 ];
 
 /// What one architecture understands beyond the common sets, and what of the common block tensors it does not use.
+/// A mixture-of-experts architecture (`experts`) also understands [`EXPERT_KEYS`] and [`EXPERT_TENSORS`].
 struct Extra {
     keys: &'static [&'static str],
     tensors: &'static [&'static str],
     block_tensors: &'static [&'static str],
     unused_block_tensors: &'static [&'static str],
+    experts: bool,
 }
+
+/// The keys every mixture-of-experts architecture reads (`moe::experts`).
+const EXPERT_KEYS: &[&str] = &["expert_count", "expert_used_count", "expert_feed_forward_length"];
+
+/// The router and the experts' 3-D projections, per block, of every mixture-of-experts architecture.
+const EXPERT_TENSORS: &[&str] = &[
+    "ffn_gate_inp.weight",
+    "ffn_gate_exps.weight",
+    "ffn_up_exps.weight",
+    "ffn_down_exps.weight",
+];
 
 const QK_NORM: &[&str] = &["attn_q_norm.weight", "attn_k_norm.weight"];
 const GEMMA_POST_NORMS: &[&str] = &["post_attention_norm.weight", "post_ffw_norm.weight"];
@@ -83,30 +96,35 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: &["rope_freqs.weight"],
             block_tensors: none,
             unused_block_tensors: none,
+            experts: false,
         },
         "qwen2" => Extra {
             keys: none,
             tensors: none,
             block_tensors: none,
             unused_block_tensors: none,
+            experts: false,
         },
         "qwen3" => Extra {
             keys: none,
             tensors: none,
             block_tensors: QK_NORM,
             unused_block_tensors: none,
+            experts: false,
         },
         "phi3" => Extra {
             keys: &["attention.sliding_window"],
             tensors: &["rope_factors_long.weight", "rope_factors_short.weight"],
             block_tensors: none,
             unused_block_tensors: none,
+            experts: false,
         },
         "gemma" => Extra {
             keys: none,
             tensors: none,
             block_tensors: none,
             unused_block_tensors: none,
+            experts: false,
         },
         "gemma2" => Extra {
             keys: &[
@@ -117,6 +135,7 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: none,
             block_tensors: GEMMA_POST_NORMS,
             unused_block_tensors: none,
+            experts: false,
         },
         "gemma3" => Extra {
             keys: &[
@@ -128,6 +147,7 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: none,
             block_tensors: QK_AND_POST_NORMS,
             unused_block_tensors: none,
+            experts: false,
         },
         // llama.cpp's SmolLM3 graph reads neither a window nor per-chunk RoPE factors.
         "smollm3" => Extra {
@@ -135,6 +155,7 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: none,
             block_tensors: none,
             unused_block_tensors: none,
+            experts: false,
         },
         "olmo2" => Extra {
             keys: &[
@@ -145,6 +166,7 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: none,
             block_tensors: QK_AND_POST_NORMS,
             unused_block_tensors: &["attn_norm.weight", "ffn_norm.weight"],
+            experts: false,
         },
         "exaone4" => Extra {
             keys: &[
@@ -155,29 +177,17 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: &["rope_freqs.weight"],
             block_tensors: QK_AND_POST_NORMS,
             unused_block_tensors: &["attn_norm.weight", "ffn_norm.weight"],
+            experts: false,
         },
         "qwen3moe" => Extra {
-            keys: &[
-                "expert_count",
-                "expert_used_count",
-                "expert_feed_forward_length",
-            ],
+            keys: none,
             tensors: none,
-            block_tensors: &[
-                "attn_q_norm.weight",
-                "attn_k_norm.weight",
-                "ffn_gate_inp.weight",
-                "ffn_gate_exps.weight",
-                "ffn_up_exps.weight",
-                "ffn_down_exps.weight",
-            ],
+            block_tensors: QK_NORM,
             unused_block_tensors: &["ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"],
+            experts: true,
         },
         "deepseek2" => Extra {
             keys: &[
-                "expert_count",
-                "expert_used_count",
-                "expert_feed_forward_length",
                 "expert_shared_count",
                 "expert_weights_scale",
                 "expert_weights_norm",
@@ -197,10 +207,6 @@ fn extra(arch: &str) -> Option<Extra> {
                 "attn_kv_a_norm.weight",
                 "attn_k_b.weight",
                 "attn_v_b.weight",
-                "ffn_gate_inp.weight",
-                "ffn_gate_exps.weight",
-                "ffn_up_exps.weight",
-                "ffn_down_exps.weight",
                 "ffn_gate_shexp.weight",
                 "ffn_up_shexp.weight",
                 "ffn_down_shexp.weight",
@@ -210,26 +216,21 @@ fn extra(arch: &str) -> Option<Extra> {
                 "exp_probs_b.bias",
             ],
             unused_block_tensors: &["attn_k.weight", "attn_v.weight", "attn_qkv.weight"],
+            experts: true,
         },
         "llama4" => Extra {
             keys: &[
                 "attention.sliding_window",
-                "expert_count",
-                "expert_used_count",
-                "expert_feed_forward_length",
                 "interleave_moe_layer_step",
             ],
             tensors: &["rope_freqs.weight"],
             block_tensors: &[
-                "ffn_gate_inp.weight",
-                "ffn_gate_exps.weight",
-                "ffn_up_exps.weight",
-                "ffn_down_exps.weight",
                 "ffn_gate_shexp.weight",
                 "ffn_up_shexp.weight",
                 "ffn_down_shexp.weight",
             ],
             unused_block_tensors: none,
+            experts: true,
         },
         "gemma4" => Extra {
             keys: &[
@@ -241,9 +242,6 @@ fn extra(arch: &str) -> Option<Extra> {
                 "rope.freq_base_swa",
                 "rope.dimension_count_swa",
                 "final_logit_softcapping",
-                "expert_count",
-                "expert_used_count",
-                "expert_feed_forward_length",
                 "embedding_length_per_layer_input",
             ],
             tensors: &[
@@ -261,37 +259,29 @@ fn extra(arch: &str) -> Option<Extra> {
                 "inp_gate.weight",
                 "proj.weight",
                 "post_norm.weight",
-                "ffn_gate_inp.weight",
                 "ffn_gate_inp.scale",
                 "ffn_gate_up_exps.weight",
-                "ffn_down_exps.weight",
                 "ffn_down_exps.scale",
                 "pre_ffw_norm_2.weight",
                 "post_ffw_norm_1.weight",
                 "post_ffw_norm_2.weight",
             ],
             unused_block_tensors: none,
+            experts: true,
         },
         "gpt-oss" => Extra {
             keys: &[
                 "attention.sliding_window",
                 "attention.sliding_window_pattern",
-                "expert_count",
-                "expert_used_count",
-                "expert_feed_forward_length",
             ],
             tensors: none,
             block_tensors: &[
                 "attn_output.bias",
                 "attn_sinks.weight",
                 "post_attention_norm.weight",
-                "ffn_gate_inp.weight",
                 "ffn_gate_inp.bias",
-                "ffn_gate_exps.weight",
                 "ffn_gate_exps.bias",
-                "ffn_up_exps.weight",
                 "ffn_up_exps.bias",
-                "ffn_down_exps.weight",
                 "ffn_down_exps.bias",
             ],
             unused_block_tensors: &[
@@ -300,12 +290,14 @@ fn extra(arch: &str) -> Option<Extra> {
                 "ffn_up.weight",
                 "ffn_down.weight",
             ],
+            experts: true,
         },
         "glm4" => Extra {
             keys: none,
             tensors: none,
             block_tensors: GEMMA_POST_NORMS,
             unused_block_tensors: none,
+            experts: false,
         },
         "cohere2" => Extra {
             keys: &[
@@ -318,6 +310,7 @@ fn extra(arch: &str) -> Option<Extra> {
             tensors: none,
             block_tensors: none,
             unused_block_tensors: &["ffn_norm.weight"],
+            experts: false,
         },
         "gptneox" => Extra {
             keys: &["attention.layer_norm_epsilon", "use_parallel_residual"],
@@ -331,6 +324,7 @@ fn extra(arch: &str) -> Option<Extra> {
                 "ffn_down.bias",
             ],
             unused_block_tensors: &["ffn_gate.weight"],
+            experts: false,
         },
         "phi2" => Extra {
             keys: &["attention.layer_norm_epsilon"],
@@ -343,12 +337,14 @@ fn extra(arch: &str) -> Option<Extra> {
                 "ffn_down.bias",
             ],
             unused_block_tensors: &["ffn_gate.weight", "ffn_norm.weight"],
+            experts: false,
         },
         "granite" => Extra {
             keys: &["embedding_scale", "residual_scale", "logit_scale", "attention.scale"],
             tensors: none,
             block_tensors: none,
             unused_block_tensors: none,
+            experts: false,
         },
         _ => return None,
     })
@@ -362,7 +358,11 @@ fn key_understood(arch: &str, key: &str) -> Option<bool> {
         Some(s) => s,
         None => return Some(true), // not an architecture key
     };
-    Some(COMMON_KEYS.contains(&suffix) || e.keys.contains(&suffix))
+    Some(
+        COMMON_KEYS.contains(&suffix)
+            || e.keys.contains(&suffix)
+            || (e.experts && EXPERT_KEYS.contains(&suffix)),
+    )
 }
 
 /// Whether `arch` with `n_layers` blocks uses the tensor `name`; `None` for an unsupported architecture.
@@ -376,7 +376,8 @@ fn tensor_understood(arch: &str, n_layers: usize, name: &str) -> Option<bool> {
             && !index.starts_with('+')
             && (index == "0" || !index.starts_with('0'));
         let common = COMMON_BLOCK_TENSORS.contains(&part) && !e.unused_block_tensors.contains(&part);
-        return Some(in_range && (common || e.block_tensors.contains(&part)));
+        let experts = e.experts && EXPERT_TENSORS.contains(&part);
+        return Some(in_range && (common || experts || e.block_tensors.contains(&part)));
     }
     Some(COMMON_TENSORS.contains(&name) || e.tensors.contains(&name))
 }
