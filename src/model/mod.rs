@@ -354,7 +354,11 @@ impl<T: Real> Model<T> {
         let (k, k_pre, v) = match resume.shared {
             // An earlier layer's keys and values, over the whole sequence.
             Some(kv) => (kv.k.clone(), kv.k_pre.clone(), kv.v.clone()),
-            None => self.own_keys_and_values(w, lc, &h, (start, rows), table, opts, resume)?,
+            None => {
+                let with_pre = plan.vectors || resume.keep;
+                let span = (start, rows);
+                self.own_keys_and_values(w, lc, &h, span, table, opts, resume, with_pre)?
+            }
         };
         let kept = resume.keep.then(|| LayerKv {
             k: k.clone(),
@@ -474,9 +478,10 @@ impl<T: Real> Model<T> {
     }
 
     /// A layer's own keys (before and after RoPE) and values from its normed input `h` of `rows` positions from
-    /// `start`, over the whole sequence (the reused positions' from the prefix in a resumed pass): projected
-    /// (the values from the keys' projection where the layer has no value projection), normed (QK-norm, the
-    /// values' gainless norm) and the keys rotated.
+    /// `start`, over the whole sequence (the reused positions' from the prefix in a resumed pass): projected (the
+    /// values from the keys' projection where the layer has no value projection; decompressed from the latent
+    /// under latent attention), normed (QK-norm, the values' gainless norm) and the keys rotated. The keys before
+    /// RoPE are kept only when `with_pre` (empty otherwise).
     #[allow(clippy::too_many_arguments)]
     fn own_keys_and_values(
         &self,
@@ -487,53 +492,40 @@ impl<T: Real> Model<T> {
         table: &RopeTable<T>,
         opts: &ForwardOptions,
         resume: Resume<'_, T>,
+        with_pre: bool,
     ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
         let c = &self.config;
         let (hd, vd) = (lc.head_dim(), lc.value_dim);
-        if let Some(m) = &w.mla {
-            let (mut k, v) = self.latent_keys_and_values(m, lc, h, rows);
-            let k_pre = k.clone();
-            let keep = opts.rope_keep.as_deref();
-            time(Step::Rope, || {
-                rotate_all(&mut k, c.n_heads * hd, hd, table, start, keep)
-            });
-            let site = Site::Layer(resume.layer);
-            ensure_finite(&k, c.n_heads * hd, start, site, "the post-RoPE keys")?;
-            ensure_finite(&v, c.n_heads * vd, start, site, "the values")?;
-            return Ok(match resume.prefix.filter(|_| start > 0) {
-                Some(p) => {
-                    let (kw, vw) = (c.n_heads * hd, c.n_heads * vd);
-                    (
-                        [&p.k[..start * kw], &k].concat(),
-                        [&p.k_pre[..start * kw], &k_pre].concat(),
-                        [&p.v[..start * vw], &v].concat(),
-                    )
-                }
-                None => (k, k_pre, v),
-            });
-        }
-        let wk =
-            w.wk.as_ref()
-                .expect("a layer that does not reuse keys has its key projection");
-        let mut k = project(Step::ProjectK, wk, h, rows, w.bk.as_deref());
-        let kw = k.len() / rows.max(1);
-        let mut v = match &w.wv {
-            Some(wv) => project(Step::ProjectV, wv, h, rows, w.bv.as_deref()),
-            None => k.clone(),
+        let (mut k, mut v) = match &w.mla {
+            Some(m) => self.latent_keys_and_values(m, lc, h, rows),
+            None => {
+                let wk =
+                    w.wk.as_ref()
+                        .expect("a layer that does not reuse keys has its key projection");
+                let mut k = project(Step::ProjectK, wk, h, rows, w.bk.as_deref());
+                let mut v = match &w.wv {
+                    Some(wv) => project(Step::ProjectV, wv, h, rows, w.bv.as_deref()),
+                    None => k.clone(),
+                };
+                time(Step::Norm, || {
+                    if let Some(kn) = &w.k_norm {
+                        ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+                    }
+                    if c.qk_norm == QkNorm::Unit && lc.rope.rotates() {
+                        ops::rms_norm_segments(&mut k, &vec![T::one(); hd], c.norm_eps);
+                    }
+                    if c.v_norm {
+                        ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.norm_eps);
+                    }
+                });
+                (k, v)
+            }
         };
-        let vw = v.len() / rows.max(1);
-        time(Step::Norm, || {
-            if let Some(kn) = &w.k_norm {
-                ops::rms_norm_segments(&mut k, kn, c.norm_eps);
-            }
-            if c.qk_norm == QkNorm::Unit && lc.rope.rotates() {
-                ops::rms_norm_segments(&mut k, &vec![T::one(); hd], c.norm_eps);
-            }
-            if c.v_norm {
-                ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.norm_eps);
-            }
-        });
-        let mut k_pre = k.clone();
+        let (kw, vw) = (k.len() / rows.max(1), v.len() / rows.max(1));
+        let mut k_pre = match with_pre {
+            true => k.clone(),
+            false => Vec::new(),
+        };
         let keep = opts.rope_keep.as_deref();
         time(Step::Rope, || {
             rotate_all(&mut k, kw, hd, table, start, keep)
@@ -545,7 +537,9 @@ impl<T: Real> Model<T> {
             // The whole sequence's keys and values: the reused positions' from the prefix.
             k = [&p.k[..start * kw], &k].concat();
             v = [&p.v[..start * vw], &v].concat();
-            k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
+            if with_pre {
+                k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
+            }
         }
         Ok((k, k_pre, v))
     }
