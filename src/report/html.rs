@@ -414,7 +414,8 @@ fn sdh_table(out: &mut String, data: &ScanData) {
 }
 
 /// One head's card: a closed `<details>` with placeholders for its figures (drawn by the script when opened),
-/// every score of the summary (analyses that did not run say so), and the figures' data.
+/// every score of the summary (analyses that did not run say so, and those that ran without a score for this
+/// head), and the figures' data.
 fn head_section(
     out: &mut String,
     data: &ScanData,
@@ -448,6 +449,11 @@ fn head_section(
     for (name, v) in scores {
         let _ = write!(out, "<tr><td>{name}</td><td>");
         match v {
+            // An analysis that ran can have no score for a head: a NoPE head has no frequencies, latent
+            // attention no key projection for the cone.
+            Ok(Value::Null) | Err(_) if data.meta.analyses.iter().any(|a| a == name) => {
+                out.push_str("<span class=\"missing\">not measured for this head</span>")
+            }
             Ok(Value::Null) | Err(_) => out.push_str("<span class=\"missing\">not run</span>"),
             Ok(v) if v.get(IN_HEAD_SET_FIELD) == Some(&Value::Bool(false)) => {
                 let rule = v.get(HEAD_SET_RULE_FIELD).and_then(Value::as_str);

@@ -47,6 +47,12 @@ fn nope_layers_are_recorded_and_compared_with_the_rope_layers() {
     assert!(report.contains("layer 3 is a NoPE layer: nothing rotates"));
     assert!(report.contains("<th>L3 NoPE</th>") && report.contains("<th>L2</th>"));
     assert!(report.contains("The heads of NoPE layers have no frequencies and are left out."));
+    // A NoPE head's card: the frequency analyses ran, and have no score for it; they are not "not run".
+    let card = &report[report.find("id=\"L3H0\"").unwrap()..];
+    let card = &card[..card.find("</section>").unwrap()];
+    assert!(card
+        .contains("<td>fourier</td><td><span class=\"missing\">not measured for this head</span>"));
+    assert!(!card.contains(">not run<"), "{card}");
     let text = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(text
         .contains("NoPE layers (no rotation; the report sets them against the RoPE layers): 3, 7"));
