@@ -96,6 +96,24 @@ impl RopeSpec {
         self.rot_dim / 2
     }
 
+    /// Whether chunk `l` turns at all: a chunk of frequency exactly 0 (the pairs p-RoPE and Gemma 4's proportional
+    /// RoPE leave still) passes through unrotated.
+    pub fn rotates(&self, chunk: usize) -> bool {
+        self.inv_freq[chunk] != 0.0
+    }
+
+    /// The coordinates that never rotate, ascending: those past `d_rot` (partial rotation) and both of every
+    /// chunk of frequency 0. Empty for full RoPE.
+    pub fn unrotated_dims(&self) -> Vec<usize> {
+        let mut dims: Vec<usize> = (0..self.n_chunks())
+            .filter(|&l| !self.rotates(l))
+            .flat_map(|l| <[usize; 2]>::from(self.chunk_dims(l)))
+            .chain(self.rot_dim..self.head_dim)
+            .collect();
+        dims.sort_unstable();
+        dims
+    }
+
     /// Angular frequency `g_l` of chunk `l` (0 = fastest for plain RoPE), rounded to `T`.
     pub fn frequency<T: Real>(&self, chunk: usize) -> T {
         T::of_f64(self.inv_freq[chunk])

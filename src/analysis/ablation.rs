@@ -2,15 +2,16 @@
 //! with some chunks left unrotated in every layer and measure each head's slash profile and the next-token
 //! loss.
 //!
-//! Variants, over the `n` chunks of the model (chunk 0 = fastest):
+//! Variants, in each layer over the `n` chunks that rotate in the model as trained (chunk 0 = fastest; a chunk
+//! of frequency 0, which p-RoPE and Gemma 4's proportional RoPE leave still, stays still and is not counted):
 //! - p-RoPE: the `⌊p·n⌋` fastest chunks rotate, the others do not (the paper's `apply_p_rope`:
-//!   `rope_angles = int(p · head_dim // 2)` rotating angles from the highest frequency down). `p = 1` is RoPE,
-//!   `p = 0` NoPE.
+//!   `rope_angles = int(p · head_dim // 2)` rotating angles from the highest frequency down). `p = 1` is the
+//!   model as trained, `p = 0` NoPE. On a model trained with p-RoPE, `p` is a fraction of the chunks it rotates.
 //! - reversed p-RoPE: the `⌊p·n⌋` slowest chunks rotate, the fastest `n − ⌊p·n⌋` do not (the paper's
 //!   `p-RoPE_reversed`, which removes the highest frequencies).
 //! - band masking: no rotation in the chunks of one band (low `g_l < low_max`, medium, high `g_l ≥ high_min`,
-//!   [`FrequencyBands`], the same edges as the frequency-dominance statistic). One mask serves every layer,
-//!   so a chunk's band is taken from its frequency in the first layer with the most chunks.
+//!   [`FrequencyBands`], the same edges as the frequency-dominance statistic), each layer by its own
+//!   frequencies (Gemma's local and global layers differ in base, head dimension and scaling).
 //!
 //! Per variant: each head's slash profile `SlashScore(Δ)` for `Δ = 0..=delta_max` ([`super::slash`]: the mean
 //! of `S[i, i−Δ]` over rows `i ≥ Δ`, then over prompts), reduced block by block as attention streams out, and
@@ -90,18 +91,31 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// Which chunks rotate under this variant, given each chunk's angular frequency (fastest first).
+    /// Which chunks of a layer rotate under this variant, given each chunk's angular frequency (fastest first;
+    /// 0 for a chunk the model leaves still, which stays still).
     pub fn rotated_chunks(&self, frequencies: &[f64], bands: &FrequencyBands) -> Vec<bool> {
-        let n = frequencies.len();
+        // Each chunk's rank among the chunks that turn, fastest first.
+        let mut n = 0;
+        let rank: Vec<Option<usize>> = frequencies
+            .iter()
+            .map(|&g| {
+                (g != 0.0).then(|| {
+                    n += 1;
+                    n - 1
+                })
+            })
+            .collect();
         let kept = |p: f64| ((p * n as f64).floor() as usize).min(n);
-        match *self {
-            Variant::Baseline => vec![true; n],
-            Variant::PRope { p } => (0..n).map(|l| l < kept(p)).collect(),
-            Variant::Reversed { p } => (0..n).map(|l| l >= n - kept(p)).collect(),
-            Variant::BandMasked { band } => {
-                frequencies.iter().map(|&g| bands.band(g) != band).collect()
-            }
-        }
+        let rotates = |r: usize, g: f64| match *self {
+            Variant::Baseline => true,
+            Variant::PRope { p } => r < kept(p),
+            Variant::Reversed { p } => r >= n - kept(p),
+            Variant::BandMasked { band } => bands.band(g) != band,
+        };
+        rank.iter()
+            .zip(frequencies)
+            .map(|(r, &g)| r.is_some_and(|r| rotates(r, g)))
+            .collect()
     }
 }
 
@@ -110,8 +124,10 @@ impl Variant {
 pub struct VariantResult {
     /// The ablation.
     pub variant: Variant,
-    /// Which chunks rotate (chunk 0 = fastest).
+    /// Which chunks rotate (chunk 0 = fastest) in the reference layer, the first with the most chunks.
     pub rotated_chunks: Vec<bool>,
+    /// Which chunks rotate in each layer, `[layer][chunk]` (no chunk on a NoPE layer).
+    pub layer_rotated_chunks: Vec<Vec<bool>>,
     /// The first variant measured before this one (the baseline first) that rotates the same chunks, whose
     /// measurement this one shares; `None` if no earlier variant does.
     pub same_rotation_as: Option<Variant>,
@@ -135,8 +151,11 @@ pub struct VariantResult {
 pub struct AblationReport {
     /// Number of predicted tokens the loss averages over.
     pub n_predicted: usize,
-    /// The band of each chunk (chunk 0 = fastest) under the parameters' edges.
-    pub chunk_bands: Vec<Band>,
+    /// The band of each chunk (chunk 0 = fastest) of the reference layer under the parameters' edges (`null`
+    /// for a chunk that does not rotate).
+    pub chunk_bands: Vec<Option<Band>>,
+    /// The band of each chunk of each layer, `[layer][chunk]`.
+    pub layer_chunk_bands: Vec<Vec<Option<Band>>>,
     /// The unablated model (its changes are zero).
     pub baseline: VariantResult,
     /// One entry per variant: p-RoPE values, reversed values, then masked bands, in parameter order.
@@ -174,19 +193,27 @@ pub fn run<T: Real>(
     }
     let c = &model.config;
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
-    let spec = c
-        .layers
-        .iter()
-        .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
-        .max_by_key(|l| l.rope.n_chunks())
-        .map(|l| l.rope.spec(longest))
-        .ok_or_else(|| Error::Malformed("the model has no layers".into()))?;
-    let frequencies: Vec<f64> = (0..spec.n_chunks())
-        .map(|l| spec.frequency::<f64>(l))
+    // Each layer's chunk frequencies, and the reference layer: the first with the most chunks.
+    let frequencies: Vec<Vec<f64>> = (c.layers.iter())
+        .map(|l| {
+            let spec = l.rope.spec(longest);
+            (0..spec.n_chunks())
+                .map(|i| spec.frequency::<f64>(i))
+                .collect()
+        })
         .collect();
+    let reference = (0..frequencies.len())
+        .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
+        .max_by_key(|&l| frequencies[l].len())
+        .ok_or_else(|| Error::Malformed("the model has no layers".into()))?;
     let bands = FrequencyBands {
         low_max: params.low_band_max,
         high_min: params.high_band_min,
+    };
+    let masks = |v: Variant| -> Vec<Vec<bool>> {
+        (frequencies.iter())
+            .map(|f| v.rotated_chunks(f, &bands))
+            .collect()
     };
     let mut done = 0u64;
     let mut tick = || {
@@ -196,7 +223,7 @@ pub fn run<T: Real>(
     let base = measure(model, prompts, None, params.delta_max, &mut tick)?;
     let baseline = base.clone().result(
         Variant::Baseline,
-        vec![true; frequencies.len()],
+        (masks(Variant::Baseline), reference),
         None,
         &base,
     );
@@ -218,11 +245,11 @@ pub fn run<T: Real>(
                 .map(|&band| Variant::BandMasked { band }),
         )
     {
-        let rotated = variant.rotated_chunks(&frequencies, &bands);
+        let rotated = masks(variant);
         // The first result with this rotation is the one that measured it (the baseline first).
         let earlier = std::iter::once(&baseline)
             .chain(&variants)
-            .find(|e| e.rotated_chunks == rotated);
+            .find(|e| e.layer_rotated_chunks == rotated);
         let result = match earlier {
             Some(e) => {
                 prompts.iter().for_each(|_| tick());
@@ -239,13 +266,19 @@ pub fn run<T: Real>(
                 params.delta_max,
                 &mut tick,
             )?
-            .result(variant, rotated, None, &base),
+            .result(variant, (rotated, reference), None, &base),
         };
         variants.push(result);
     }
+    let band_of = |f: &Vec<f64>| -> Vec<Option<Band>> {
+        f.iter()
+            .map(|&g| (g != 0.0).then(|| bands.band(g)))
+            .collect()
+    };
     Ok(AblationReport {
         n_predicted: base.n_predicted,
-        chunk_bands: frequencies.iter().map(|&g| bands.band(g)).collect(),
+        chunk_bands: band_of(&frequencies[reference]),
+        layer_chunk_bands: frequencies.iter().map(band_of).collect(),
         baseline,
         variants,
     })
@@ -261,10 +294,11 @@ struct Measured {
 }
 
 impl Measured {
+    /// The result of `variant`, whose per-layer masks are `layers` (`reference` the reference layer).
     fn result(
         self,
         variant: Variant,
-        rotated_chunks: Vec<bool>,
+        (layers, reference): (Vec<Vec<bool>>, usize),
         same_rotation_as: Option<Variant>,
         base: &Measured,
     ) -> VariantResult {
@@ -288,7 +322,8 @@ impl Measured {
         };
         VariantResult {
             variant,
-            rotated_chunks,
+            rotated_chunks: layers[reference].clone(),
+            layer_rotated_chunks: layers,
             same_rotation_as,
             loss: self.loss,
             loss_change: self.loss - base.loss,
@@ -312,7 +347,7 @@ impl Measured {
 fn measure<T: Real>(
     model: &Model<T>,
     prompts: &[Vec<u32>],
-    rope_keep: Option<Vec<bool>>,
+    rope_keep: Option<Vec<Vec<bool>>>,
     delta_max: usize,
     tick: &mut dyn FnMut(),
 ) -> Result<Measured> {

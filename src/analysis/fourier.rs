@@ -8,6 +8,11 @@
 //!
 //! where `c` is the plain dot product of the coordinates that do not rotate (partial rotary, `d_rot < d`).
 //! Chunks are found through [`RopeSpec::chunk_dims`], so the decomposition holds for both pairings.
+//!
+//! The coordinates that never rotate ([`RopeSpec::unrotated_dims`]: those past `d_rot`, and the chunks of
+//! frequency 0 that p-RoPE leaves still) form the logit's position-free part. Band shares count them apart, as
+//! one "NoPE" share of amplitude `|q_u| |k_u|` (the norms of the query's and key's unrotated parts, the most
+//! that part can add to the logit), so that the bands are shares over the chunks that really turn.
 
 use crate::rope::RopeSpec;
 use serde::Serialize;
@@ -36,8 +41,11 @@ pub struct ChunkTerm {
 pub struct LogitSpectrum {
     /// One term per rotating chunk, indexed by chunk (0 = fastest).
     pub terms: Vec<ChunkTerm>,
-    /// Dot product of the coordinates that do not rotate (0 for full RoPE).
+    /// Dot product of the coordinates past `d_rot` (0 for full RoPE); chunks of frequency 0 are in `terms`.
     pub unrotated: f64,
+    /// `|q_u| |k_u|` over every coordinate that never rotate ([`RopeSpec::unrotated_dims`]): the amplitude
+    /// of the logit's position-free part (0 for full RoPE).
+    pub unrotated_amplitude: f64,
 }
 
 /// Frequency bands for the frequency-dominance statistic.
@@ -83,27 +91,36 @@ impl Default for FrequencyBands {
     }
 }
 
-/// Share of the total amplitude `Σ_l A_l` in each band (the three shares sum to 1 when any amplitude is non-zero).
+/// Share of a total (amplitude `Σ_l A_l`, or chunk norms) in each band and in the part that does not rotate
+/// (the four shares sum to 1 when any value is non-zero).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BandShares {
-    /// Share of chunks with `g_l < low_max`.
+    /// Share of chunks with `0 < g_l < low_max`.
     pub low: f64,
     /// Share of chunks with `low_max ≤ g_l < high_min`.
     pub medium: f64,
     /// Share of chunks with `g_l ≥ high_min`.
     pub high: f64,
+    /// Share of the coordinates that never rotate (0 for full RoPE).
+    pub nope: f64,
 }
 
 impl BandShares {
-    /// Shares of `Σ v` in each band over `(frequency g, value v)` pairs: `g < low_max` is low,
-    /// `low_max ≤ g < high_min` medium, `g ≥ high_min` high. All zero when the values sum to zero.
-    pub fn of(terms: impl IntoIterator<Item = (f64, f64)>, bands: &FrequencyBands) -> Self {
+    /// Shares of the total over `(frequency g, value v)` chunk pairs and the value `unrotated` of the coordinates
+    /// that never rotate: `0 < g < low_max` is low, `low_max ≤ g < high_min` medium, `g ≥ high_min` high; a
+    /// chunk of `g = 0` is left out, its coordinates being part of `unrotated`. All zero when the total is zero.
+    pub fn of(
+        terms: impl IntoIterator<Item = (f64, f64)>,
+        unrotated: f64,
+        bands: &FrequencyBands,
+    ) -> Self {
         let mut shares = BandShares {
             low: 0.0,
             medium: 0.0,
             high: 0.0,
+            nope: unrotated,
         };
-        for (g, v) in terms {
+        for (g, v) in terms.into_iter().filter(|&(g, _)| g != 0.0) {
             let slot = match bands.band(g) {
                 Band::Low => &mut shares.low,
                 Band::Medium => &mut shares.medium,
@@ -111,11 +128,12 @@ impl BandShares {
             };
             *slot += v;
         }
-        let total = shares.low + shares.medium + shares.high;
+        let total = shares.low + shares.medium + shares.high + shares.nope;
         if total > 0.0 {
             shares.low /= total;
             shares.medium /= total;
             shares.high /= total;
+            shares.nope /= total;
         }
         shares
     }
@@ -140,7 +158,13 @@ pub fn logit_spectrum(spec: &RopeSpec, q: &[f64], k: &[f64]) -> LogitSpectrum {
         })
         .collect();
     let unrotated = (spec.rot_dim..spec.head_dim).map(|d| q[d] * k[d]).sum();
-    LogitSpectrum { terms, unrotated }
+    let still = spec.unrotated_dims();
+    let norm = |x: &[f64]| (still.iter()).map(|&d| x[d] * x[d]).sum::<f64>().sqrt();
+    LogitSpectrum {
+        terms,
+        unrotated,
+        unrotated_amplitude: norm(q) * norm(k),
+    }
 }
 
 impl LogitSpectrum {
@@ -154,9 +178,14 @@ impl LogitSpectrum {
         rotating + self.unrotated
     }
 
-    /// Share of `Σ_l A_l` in the low, medium and high bands; all zero when every amplitude is zero.
+    /// Share of the amplitude in the low, medium and high bands and in the unrotated part
+    /// ([`LogitSpectrum::unrotated_amplitude`]); all zero when every amplitude is zero.
     pub fn band_shares(&self, bands: &FrequencyBands) -> BandShares {
-        BandShares::of(self.terms.iter().map(|t| (t.frequency, t.amplitude)), bands)
+        BandShares::of(
+            self.terms.iter().map(|t| (t.frequency, t.amplitude)),
+            self.unrotated_amplitude,
+            bands,
+        )
     }
 }
 
@@ -179,13 +208,36 @@ mod tests {
     fn band_shares_split_at_the_edges_and_are_zero_without_amplitude() {
         let bands = FrequencyBands::default();
         let (low, high) = (bands.low_max, bands.high_min);
-        let shares = BandShares::of([(low.next_down(), 1.0), (low, 2.0), (high, 5.0)], &bands);
-        assert_eq!(
-            (shares.low, shares.medium, shares.high),
-            (0.125, 0.25, 0.625)
+        let shares = BandShares::of(
+            [(low.next_down(), 1.0), (low, 2.0), (high, 5.0)],
+            0.0,
+            &bands,
         );
+        assert_eq!(
+            (shares.low, shares.medium, shares.high, shares.nope),
+            (0.125, 0.25, 0.625, 0.0)
+        );
+        // A chunk of frequency 0 is the unrotated part's, not the low band's.
+        let still = BandShares::of([(0.0, 4.0), (high, 2.0)], 6.0, &bands);
+        assert_eq!((still.low, still.high, still.nope), (0.0, 0.25, 0.75));
         // No amplitude at all (a zero query or key): zeros, not 0/0.
-        let none = BandShares::of([(low, 0.0), (high, 0.0)], &bands);
+        let none = BandShares::of([(low, 0.0), (high, 0.0)], 0.0, &bands);
         assert_eq!((none.low, none.medium, none.high), (0.0, 0.0, 0.0));
+    }
+
+    /// p-RoPE's still chunks and a partial rotation's tail form one unrotated part, of amplitude `|q_u| |k_u|`.
+    #[test]
+    fn the_unrotated_part_is_the_tail_and_the_still_chunks() {
+        let mut spec = RopeSpec::partial(8, 6, 10000.0, Pairing::HalfSplit);
+        spec.inv_freq[2] = 0.0;
+        assert_eq!(spec.unrotated_dims(), [2, 5, 6, 7]);
+        let q = [1.0, 1.0, 3.0, 1.0, 1.0, 4.0, 0.0, 0.0];
+        let k = [1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 2.0, 0.0];
+        let s = logit_spectrum(&spec, &q, &k);
+        assert_eq!(s.unrotated_amplitude, 5.0 * 2.0);
+        assert_eq!(s.unrotated, 0.0);
+        let shares = s.band_shares(&FrequencyBands::default());
+        // Chunks 0 and 1 each have amplitude √2·√2 = 2: 14 in all.
+        assert!((shares.nope - 10.0 / 14.0).abs() < 1e-15);
     }
 }

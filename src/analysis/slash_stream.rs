@@ -4,6 +4,9 @@
 //! matrix is kept. At the end of a head the prompt's scores (`SlashScore(Δ)` as in [`super::slash`], and the
 //! sink score, the mean of `S[i, 0]` over rows `i = 1..N−1`) are added to running sums over prompts. Use one
 //! [`SlashCapture`] for every forward pass of a prompt set; [`SlashCapture::scores`] gives `E_P[SlashScore(Δ)]`.
+//!
+//! A head with a learned sink (GPT-OSS: a logit attached to no key) also adds the mean over its rows of the mass
+//! the sink took, which the probabilities over real keys leave out ([`SlashCapture::learned_sinks`]).
 
 use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, LayerPlan};
 use crate::numeric::Real;
@@ -21,6 +24,10 @@ pub struct SlashCapture {
     pub(crate) sink_sums: Vec<f64>,
     /// `[L·H]` number of prompts with at least two tokens.
     pub(crate) sink_counts: Vec<u32>,
+    /// `[L·H]` sums over prompts of the mean learned-sink mass of a row.
+    pub(crate) learned_sink_sums: Vec<f64>,
+    /// `[L·H]` number of prompts whose pass gave the head a learned sink.
+    pub(crate) learned_sink_counts: Vec<u32>,
 }
 
 impl SlashCapture {
@@ -34,6 +41,8 @@ impl SlashCapture {
             score_counts: vec![0; cells * (delta_max + 1)],
             sink_sums: vec![0.0; cells],
             sink_counts: vec![0; cells],
+            learned_sink_sums: vec![0.0; cells],
+            learned_sink_counts: vec![0; cells],
         }
     }
 
@@ -48,6 +57,13 @@ impl SlashCapture {
         mean(&self.sink_sums, &self.sink_counts)
     }
 
+    /// `[L, H]` row-major: the mean over rows and prompts of the mass a learned sink took; `None` when no head
+    /// has one.
+    pub fn learned_sinks(&self) -> Option<Vec<f64>> {
+        (self.learned_sink_counts.iter().any(|&c| c > 0))
+            .then(|| mean(&self.learned_sink_sums, &self.learned_sink_counts))
+    }
+
     /// The largest `Δ` scored.
     pub fn delta_max(&self) -> usize {
         self.delta_max
@@ -60,9 +76,11 @@ impl SlashCapture {
         let add = |a: &mut [f64], b: &[f64]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
         add(&mut self.score_sums, &other.score_sums);
         add(&mut self.sink_sums, &other.sink_sums);
+        add(&mut self.learned_sink_sums, &other.learned_sink_sums);
         let count = |a: &mut [u32], b: &[u32]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
         count(&mut self.score_counts, &other.score_counts);
         count(&mut self.sink_counts, &other.sink_counts);
+        count(&mut self.learned_sink_counts, &other.learned_sink_counts);
     }
 }
 
@@ -77,6 +95,8 @@ fn mean(sums: &[f64], counts: &[u32]) -> Vec<f64> {
 pub struct SlashHead {
     diagonals: Vec<f64>,
     first_column: f64,
+    /// Sum over rows of the learned sink's mass, `None` for a head without one.
+    learned_sink: Option<f64>,
 }
 
 impl<T: Real> HeadCapture<T> for SlashHead {
@@ -92,6 +112,9 @@ impl<T: Real> HeadCapture<T> for SlashHead {
             }
             if i >= 1 && cols.contains(&0) {
                 self.first_column += row[0].to_f64_exact();
+            }
+            if let Some(mass) = block.sink_mass(i) {
+                *self.learned_sink.get_or_insert(0.0) += mass.to_f64_exact();
             }
         }
     }
@@ -111,6 +134,7 @@ impl<T: Real> Capture<T> for SlashCapture {
         SlashHead {
             diagonals: vec![0.0; self.delta_max + 1],
             first_column: 0.0,
+            learned_sink: None,
         }
     }
 
@@ -125,6 +149,10 @@ impl<T: Real> Capture<T> for SlashCapture {
         if n > 1 {
             self.sink_sums[cell] += head.first_column / (n - 1) as f64;
             self.sink_counts[cell] += 1;
+        }
+        if let Some(mass) = head.learned_sink {
+            self.learned_sink_sums[cell] += mass / n as f64;
+            self.learned_sink_counts[cell] += 1;
         }
     }
 }

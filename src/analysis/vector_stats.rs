@@ -1,6 +1,7 @@
 //! Streaming statistics of a head's pre-RoPE queries and keys and its values, from [`HeadVectors`]:
 //! the rank-one structure (analysis 3), the mean vectors of the logit Fourier decomposition (analysis 4) and
-//! the mean chunk norms of frequency usage (analysis 5).
+//! the mean chunk norms of frequency usage (analysis 5), with the mean norm of the coordinates that never rotate
+//! ([`RopeSpec::unrotated_dims`]) beside them.
 //!
 //! Chunks are indexed by frequency through [`RopeSpec::chunk_dims`] (chunk 0 fastest), never by raw coordinate.
 //! Value vectors, which do not rotate, are paired the same way over `value_dim`.
@@ -29,6 +30,8 @@ pub struct RowSums {
     pub unit_gram: Vec<f64>,
     /// `Σ ‖x_i^(l)‖` per chunk.
     pub chunk_norm_sum: Vec<f64>,
+    /// `Σ ‖x_i^(u)‖`, the norm of the coordinates that never rotate (0 for full RoPE and for values).
+    pub unrotated_norm_sum: f64,
 }
 
 impl RowSums {
@@ -41,12 +44,18 @@ impl RowSums {
             unit_sum: vec![0.0; dim],
             unit_gram: vec![0.0; g],
             chunk_norm_sum: vec![0.0; n_chunks],
+            unrotated_norm_sum: 0.0,
         }
     }
 
-    /// Adds every row of `rows`, with chunks `chunks`, [`GRAM_ROWS`] rows at a time (memory stays `O(d)` per
-    /// row of a batch, whatever the sequence length).
-    fn add_rows<T: Real>(&mut self, rows: &HeadRows<'_, T>, chunks: &[(usize, usize)]) {
+    /// Adds every row of `rows`, with chunks `chunks` and never-rotating coordinates `unrotated`, [`GRAM_ROWS`]
+    /// rows at a time (memory stays `O(d)` per row of a batch, whatever the sequence length).
+    fn add_rows<T: Real>(
+        &mut self,
+        rows: &HeadRows<'_, T>,
+        chunks: &[(usize, usize)],
+        unrotated: &[usize],
+    ) {
         let (n, d) = (rows.len(), rows.dim());
         for start in (0..n).step_by(GRAM_ROWS) {
             let m = GRAM_ROWS.min(n - start);
@@ -69,6 +78,13 @@ impl RowSums {
                 for (s, &(a, b)) in self.chunk_norm_sum.iter_mut().zip(chunks) {
                     *s += (row[a] * row[a] + row[b] * row[b]).sqrt();
                 }
+                if !unrotated.is_empty() {
+                    self.unrotated_norm_sum += unrotated
+                        .iter()
+                        .map(|&c| row[c] * row[c])
+                        .sum::<f64>()
+                        .sqrt();
+                }
             }
             if !self.gram.is_empty() {
                 accumulate_gram(&mut self.gram, &x, d, m);
@@ -80,6 +96,7 @@ impl RowSums {
 
     fn merge(&mut self, other: &RowSums) {
         self.count += other.count;
+        self.unrotated_norm_sum += other.unrotated_norm_sum;
         let pairs = [
             (&mut self.sum, &other.sum),
             (&mut self.gram, &other.gram),
@@ -102,6 +119,11 @@ impl RowSums {
     pub fn mean_chunk_norms(&self) -> Vec<f64> {
         let n = self.count.max(1) as f64;
         self.chunk_norm_sum.iter().map(|s| s / n).collect()
+    }
+
+    /// Mean norm of the coordinates that never rotate, `Σ ‖x_i^(u)‖ / n`.
+    pub fn mean_unrotated_norm(&self) -> f64 {
+        self.unrotated_norm_sum / self.count.max(1) as f64
     }
 
     /// Mean and standard deviation of the cosine of `x_i` to the mean direction `â = U/‖U‖`, `U = Σ u_i`:
@@ -228,9 +250,10 @@ pub struct VectorStatsHead {
 impl<T: Real> HeadCapture<T> for VectorStatsHead {
     fn vectors(&mut self, info: &HeadInfo, vectors: &HeadVectors<'_, T>) {
         let (qk, v) = chunk_pairs(info);
-        self.sums.q.add_rows(&vectors.q_pre, &qk);
-        self.sums.k.add_rows(&vectors.k_pre, &qk);
-        self.sums.v.add_rows(&vectors.v, &v);
+        let unrotated = info.rope.unrotated_dims();
+        self.sums.q.add_rows(&vectors.q_pre, &qk, &unrotated);
+        self.sums.k.add_rows(&vectors.k_pre, &qk, &unrotated);
+        self.sums.v.add_rows(&vectors.v, &v, &[]);
     }
 }
 

@@ -258,8 +258,8 @@ pub struct ModelConfig {
     pub n_ff: usize,
     /// Query heads.
     pub n_heads: usize,
-    /// Key/value heads of layer 0 (of every layer unless [`ModelConfig::uniform_layers`] says otherwise: then
-    /// [`LayerConfig`] has each layer's).
+    /// Key/value heads of layer 0 (of every layer but in Gemma 4, whose global layers differ: [`LayerConfig`]
+    /// has each layer's).
     pub n_kv_heads: usize,
     /// Query/key head dimension of layer 0 (as `n_kv_heads`).
     pub head_dim: usize,
@@ -333,20 +333,20 @@ impl LayerConfig {
 }
 
 impl ModelConfig {
-    /// Query heads per key/value head.
-    pub fn group_size(&self) -> usize {
-        self.n_heads / self.n_kv_heads
+    /// The widest query/key head dimension of any layer.
+    pub fn max_head_dim(&self) -> usize {
+        self.layers
+            .iter()
+            .map(LayerConfig::head_dim)
+            .fold(self.head_dim, usize::max)
     }
 
-    /// Whether every layer has the model's head dimensions, key/value heads and feed-forward width (all but
-    /// Gemma 4, whose global layers have wider heads and fewer key/value heads).
-    pub fn uniform_layers(&self) -> bool {
-        self.layers.iter().all(|l| {
-            l.head_dim() == self.head_dim
-                && l.n_kv_heads == self.n_kv_heads
-                && l.value_dim == self.value_dim
-                && l.n_ff == self.n_ff
-        })
+    /// The widest value head dimension of any layer.
+    pub fn max_value_dim(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| l.value_dim)
+            .fold(self.value_dim, usize::max)
     }
 
     /// The most RoPE chunks (2-D frequency pairs) of any layer: the length of a per-chunk mask or spectrum.

@@ -50,9 +50,16 @@ pub struct Model<T> {
 pub struct ForwardOptions {
     /// Positions whose output logits to compute (empty: none). Clipped to the sequence.
     pub logits_rows: Range<usize>,
-    /// Per-chunk rotation switch for every layer (`false` leaves that frequency unrotated: p-RoPE and band
-    /// ablations); `None` rotates every chunk.
-    pub rope_keep: Option<Vec<bool>>,
+    /// Per-chunk rotation switch of each layer, one list per layer as long as its chunks (`false` leaves that
+    /// frequency unrotated: p-RoPE and band ablations); `None` rotates every chunk.
+    pub rope_keep: Option<Vec<Vec<bool>>>,
+}
+
+impl ForwardOptions {
+    /// Layer `l`'s rotation switches, if any.
+    fn keep_of(&self, l: usize) -> Option<&[bool]> {
+        self.rope_keep.as_ref().map(|k| k[l].as_slice())
+    }
 }
 
 /// Result of a forward pass.
@@ -135,11 +142,11 @@ impl<T: Real> Model<T> {
         self.validate(ids)?;
         let c = &self.config;
         if let Some(keep) = &opts.rope_keep {
-            let n_chunks = c.n_chunks();
-            if keep.len() != n_chunks {
+            let chunks: Vec<usize> = c.layers.iter().map(|l| l.rope.n_chunks()).collect();
+            let given: Vec<usize> = keep.iter().map(Vec::len).collect();
+            if given != chunks {
                 return Err(Error::Argument(format!(
-                    "rope mask has {} entries, the model has {n_chunks} chunks",
-                    keep.len()
+                    "the RoPE mask has {given:?} entries per layer, the model's layers have {chunks:?} chunks"
                 )));
             }
         }
@@ -302,7 +309,7 @@ impl<T: Real> Model<T> {
         );
         let (start, t) = (resume.start, resume.start + rows);
         let qw = c.n_heads * hd;
-        let keep = opts.rope_keep.as_deref();
+        let keep = opts.keep_of(l);
         let site = Site::Layer(l);
 
         let h = pre_normed(x, w.attn_norm.as_ref(), c.norm_eps);
@@ -526,7 +533,7 @@ impl<T: Real> Model<T> {
             true => k.clone(),
             false => Vec::new(),
         };
-        let keep = opts.rope_keep.as_deref();
+        let keep = opts.keep_of(resume.layer);
         time(Step::Rope, || {
             rotate_all(&mut k, kw, hd, table, start, keep)
         });

@@ -19,14 +19,14 @@ pub(crate) struct LayerKv<T> {
 /// produced them ([`crate::model::Model::forward_keeping_prefix`]).
 pub struct PrefixKv<T> {
     ids: Vec<u32>,
-    rope_keep: Option<Vec<bool>>,
+    rope_keep: Option<Vec<Vec<bool>>>,
     pub(crate) layers: Vec<LayerKv<T>>,
 }
 
 impl<T> PrefixKv<T> {
     pub(crate) fn new(
         ids: Vec<u32>,
-        rope_keep: Option<Vec<bool>>,
+        rope_keep: Option<Vec<Vec<bool>>>,
         layers: Vec<LayerKv<T>>,
     ) -> Self {
         Self {

@@ -5,6 +5,7 @@ use super::data::{ScanData, Tensor};
 use super::figures::{block_mean, label_colour, Point};
 use super::spec::{Heat, NamedSeries, Plot, Spec, Text};
 use super::svg::{tick_label, Scale};
+use crate::scan::format::Bands;
 use crate::scan::labels::POSYM_FIELDS;
 
 /// Singular values shown by the rank figure (the leading ones carry the rank-one story).
@@ -245,6 +246,8 @@ fn attention(data: &ScanData, (l, h): (usize, usize), set: usize, view: MapView)
             (caption, heat)
         }
     };
+    let mut caption = caption;
+    caption.extend(masks_caption(data, l, h, set));
     let spec = Spec {
         text: text(&title, "key position j", "query position i", caption),
         plot: Plot::Heatmap(heat),
@@ -283,6 +286,41 @@ fn slash_profile(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     FigureSpec::new(name, title, Ok(spec))
 }
 
+/// Head `(l, h)`'s row of a per-head array cut to the layer's own `width` (a narrower layer's row is padded with
+/// NaN to the widest layer's).
+fn head_row(t: &Option<Tensor>, l: usize, h: usize, width: usize) -> Option<&[f64]> {
+    t.as_ref()?.at(&[l, h]).map(|r| &r[..width.min(r.len())])
+}
+
+/// What shapes a head's map beyond causality: the layer's sliding window or chunked attention (the blocks the
+/// map shows), and the mass a learned sink takes from each row, which the map cannot show.
+fn masks_caption(data: &ScanData, l: usize, h: usize, set: usize) -> Vec<String> {
+    let model = &data.meta.model;
+    let mut lines = Vec::new();
+    if let Some(Some(w)) = model.windows.get(l) {
+        lines.push(format!(
+            "sliding window: query i sees keys i−{} to i",
+            w - 1
+        ));
+    }
+    if let Some(Some(c)) = model.chunks.get(l) {
+        lines.push(format!(
+            "chunked attention: a query sees only its own block of {c} positions (edges at 0, {c}, {}, …)",
+            2 * c
+        ));
+    }
+    let learned = head_summary(data, l, h)
+        .and_then(|s| s.slash.as_ref())
+        .and_then(|s| s.learned_sink);
+    if let (0, Some(m)) = (set, learned) {
+        lines.push(format!(
+            "learned sink: takes {} of a row on average, attention on no key (not drawn)",
+            pct(m)
+        ));
+    }
+    lines
+}
+
 /// x ticks of a chunk axis: a few chunks labelled with their frequency `g_l` (rad/token).
 fn chunk_ticks(data: &ScanData, l: usize, n: usize) -> Vec<(f64, String)> {
     let freq = data.chunk_frequency.as_ref().and_then(|t| t.at(&[l]));
@@ -317,23 +355,16 @@ fn chunk_norms(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     if data.meta.model.is_nope(l) {
         return FigureSpec::new(name, title, Err(nope_layer(l)));
     }
-    let q = data.chunk_norms_q.as_ref().and_then(|t| t.at(&[l, h]));
-    let k = data.chunk_norms_k.as_ref().and_then(|t| t.at(&[l, h]));
+    let chunks = data.meta.model.chunks_of(l);
+    let q = head_row(&data.chunk_norms_q, l, h, chunks);
+    let k = head_row(&data.chunk_norms_k, l, h, chunks);
     let series = named([("q", q), ("k", k)]);
     if series.is_empty() {
         return FigureSpec::new(name, title, Err(not_run("frequency", "chunk_norms_*.npy")));
     }
     let n = series[0].1.len();
     let caption = match head_summary(data, l, h).and_then(|s| s.frequency.as_ref()) {
-        Some(f) => vec![format!(
-            "q share low/med/high {}/{}/{}; k {}/{}/{}",
-            pct(f.q.low),
-            pct(f.q.medium),
-            pct(f.q.high),
-            pct(f.k.low),
-            pct(f.k.medium),
-            pct(f.k.high)
-        )],
+        Some(f) => vec![format!("q share {}; k {}", shares(&f.q), shares(&f.k))],
         None => Vec::new(),
     };
     let spec = Spec {
@@ -350,6 +381,20 @@ fn pct(v: f64) -> String {
     format!("{:.0}%", v * 100.0)
 }
 
+/// `low/med/high a/b/c`, and the share of the coordinates that never rotate where the head has them.
+fn shares(b: &Bands) -> String {
+    let bands = format!(
+        "low/med/high {}/{}/{}",
+        pct(b.low),
+        pct(b.medium),
+        pct(b.high)
+    );
+    match b.nope {
+        Some(n) => format!("{bands}, unrotated (NoPE) {}", pct(n)),
+        None => bands,
+    }
+}
+
 /// The Fourier amplitudes `A_l` of the mean query and key.
 fn spectrum(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     let (name, title) = (
@@ -359,7 +404,7 @@ fn spectrum(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     if data.meta.model.is_nope(l) {
         return FigureSpec::new(name, title, Err(nope_layer(l)));
     }
-    let Some(a) = data.fourier_amplitude.as_ref().and_then(|t| t.at(&[l, h])) else {
+    let Some(a) = head_row(&data.fourier_amplitude, l, h, data.meta.model.chunks_of(l)) else {
         return FigureSpec::new(
             name,
             title,
@@ -368,10 +413,10 @@ fn spectrum(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     };
     let caption = match head_summary(data, l, h).and_then(|s| s.fourier.as_ref()) {
         Some(f) => vec![format!(
-            "predicted Δ = {}, measured Δ = {}; A share high {}",
+            "predicted Δ = {}, measured Δ = {}; A share {}",
             f.predicted_delta,
             f.measured_delta.map_or("–".into(), |d| d.to_string()),
-            pct(f.amplitude_shares.high)
+            shares(&f.amplitude_shares)
         )],
         None => Vec::new(),
     };
@@ -389,7 +434,7 @@ fn spectrum(data: &ScanData, l: usize, h: usize) -> FigureSpec {
 fn rank(data: &ScanData, l: usize, h: usize) -> FigureSpec {
     let (name, title) = ("rank".to_string(), format!("L{l}H{h} · rank-one structure"));
     let share = |t: &Option<Tensor>| -> Option<Vec<f64>> {
-        let s = t.as_ref()?.at(&[l, h])?;
+        let s = head_row(t, l, h, data.meta.model.head_dim_of(l))?;
         let total: f64 = s.iter().map(|v| v * v).sum();
         let total = if total > 0.0 { total } else { 1.0 };
         Some(

@@ -5,8 +5,8 @@
 //! The report opens with these; every number can be recomputed from the files.
 
 use super::data::ScanData;
-use crate::scan::format::{Bands, HeadSummary, SlashHead};
 use crate::analysis::correlation::pearson;
+use crate::scan::format::{Bands, HeadSummary, SlashHead};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -127,19 +127,23 @@ pub fn top_heads(data: &ScanData) -> Vec<TopHeads> {
         .collect()
 }
 
-/// Mean band shares of a group of heads (each head weighted equally); `None` for no head.
+/// Mean band shares of a group of heads (each head weighted equally, a head without a NoPE share counting 0
+/// there); `None` for no head. The mean has a NoPE share when some head has one.
 pub(crate) fn mean_bands<'a>(shares: impl Iterator<Item = &'a Bands>) -> Option<Bands> {
-    let (mut sum, mut n) = ([0.0; 3], 0usize);
+    let (mut sum, mut n, mut still) = ([0.0; 4], 0usize, false);
     for b in shares {
         sum[0] += b.low;
         sum[1] += b.medium;
         sum[2] += b.high;
+        sum[3] += b.nope.unwrap_or(0.0);
+        still |= b.nope.is_some();
         n += 1;
     }
     (n > 0).then(|| Bands {
         low: sum[0] / n as f64,
         medium: sum[1] / n as f64,
         high: sum[2] / n as f64,
+        nope: still.then_some(sum[3] / n as f64),
     })
 }
 

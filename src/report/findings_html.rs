@@ -147,13 +147,24 @@ fn top_heads(out: &mut String, data: &ScanData) {
     out.push_str("</table>");
 }
 
-fn bands_cells(b: &Option<Bands>) -> String {
+/// The cells of one row of the band table: low, medium, high, and the unrotated share where the table has that
+/// column (`still`).
+fn bands_cells(b: &Option<Bands>, still: bool) -> String {
     match b {
-        Some(b) => format!(
-            "<td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>",
-            b.low, b.medium, b.high
+        Some(b) => {
+            let nope = match (still, b.nope) {
+                (false, _) => String::new(),
+                (true, n) => format!("<td>{:.2}</td>", n.unwrap_or(0.0)),
+            };
+            format!(
+                "<td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>{nope}",
+                b.low, b.medium, b.high
+            )
+        }
+        None => format!(
+            "<td colspan=\"{}\" class=\"missing\">not run</td>",
+            3 + usize::from(still)
         ),
-        None => "<td colspan=\"3\" class=\"missing\">not run</td>".into(),
     }
 }
 
@@ -167,21 +178,34 @@ fn bands(out: &mut String, data: &ScanData) {
     } else {
         ""
     };
-    let _ = write!(
-        out,
-        "<p>Mean share per frequency band (low g &lt; {}, high g ≥ {} rad/token).{nope}</p>\
-         <table id=\"band-dominance\"><tr><th>quantity</th><th>heads</th><th>low</th><th>medium</th><th>high</th></tr>",
-        data.meta.parameters.low_band_max_frequency, data.meta.parameters.high_band_min_frequency
-    );
-    for (name, (sdh, other)) in [
+    let groups = [
         ("Σ A_l of the logit (Fourier)", &d.amplitude),
         ("query chunk norm", &d.query_norm),
-    ] {
+    ];
+    let still = groups
+        .iter()
+        .any(|(_, (a, b))| [a, b].iter().any(|x| x.is_some_and(|x| x.nope.is_some())));
+    let (still_text, still_head) = match still {
+        true => (
+            " Coordinates that never rotate (past the rotated dimensions, or chunks of frequency 0) are not in \
+             any band: they are the unrotated (NoPE) share, of amplitude |q_u| |k_u| for the logit and norm \
+             ‖q_u‖ for the query.",
+            "<th>unrotated (NoPE)</th>",
+        ),
+        false => ("", ""),
+    };
+    let _ = write!(
+        out,
+        "<p>Mean share per frequency band (low 0 &lt; g &lt; {}, high g ≥ {} rad/token).{nope}{still_text}</p>\
+         <table id=\"band-dominance\"><tr><th>quantity</th><th>heads</th><th>low</th><th>medium</th><th>high</th>{still_head}</tr>",
+        data.meta.parameters.low_band_max_frequency, data.meta.parameters.high_band_min_frequency
+    );
+    for (name, (sdh, other)) in groups {
         let _ = write!(
             out,
             "<tr><td>{name}</td><td>slash-dominant</td>{}</tr><tr><td>{name}</td><td>others</td>{}</tr>",
-            bands_cells(sdh),
-            bands_cells(other)
+            bands_cells(sdh, still),
+            bands_cells(other, still)
         );
     }
     out.push_str("</table>");

@@ -197,6 +197,15 @@ fn abbreviation(label: &str) -> String {
 }
 
 /// The layer × head grid coloured by label, each cell a link to the head's section, and its legend.
+/// How many of layer `l`'s chunks the model leaves still (frequency 0: p-RoPE, Gemma 4's proportional RoPE); 0
+/// on a NoPE layer, which has no chunk, and without `chunk_frequency.npy`.
+fn still_chunks(data: &ScanData, l: usize) -> usize {
+    let chunks = data.meta.model.chunks_of(l);
+    (data.chunk_frequency.as_ref())
+        .and_then(|t| t.at(&[l]))
+        .map_or(0, |f| f.iter().take(chunks).filter(|&&g| g == 0.0).count())
+}
+
 fn grid(out: &mut String, data: &ScanData) {
     let (layers, heads) = (data.meta.model.n_layers, data.meta.model.n_heads);
     out.push_str("<h2 id=\"labels\">Head labels</h2><table id=\"grid\"><tr><th></th>");
@@ -207,13 +216,20 @@ fn grid(out: &mut String, data: &ScanData) {
     let model = &data.meta.model;
     for l in 0..layers {
         // Rows say what kind of layer they are: NoPE layers rotate nothing, global layers of a model with
-        // sliding-window layers see every key.
+        // sliding-window layers see every key, p-RoPE layers leave some chunks still.
         let kind = match (model.is_nope(l), model.windows.get(l)) {
             (true, _) => " NoPE",
             (false, Some(None)) if model.windows.iter().any(Option::is_some) => " global",
             _ => "",
         };
-        let _ = write!(out, "<tr><th>L{l}{kind}</th>");
+        let p_rope = match still_chunks(data, l) {
+            0 => String::new(),
+            n => {
+                let all = model.chunks_of(l);
+                format!(" p-RoPE {}/{all}", all - n)
+            }
+        };
+        let _ = write!(out, "<tr><th>L{l}{kind}{p_rope}</th>");
         for h in 0..heads {
             match data
                 .summary

@@ -28,6 +28,8 @@ pub mod files {
     pub const SLASH: &str = "slash_{set}.npy";
     /// `f64 [L, H]`: mean attention on key 0 from queries `1..N`, over the set's prompts.
     pub const SINK: &str = "sink_{set}.npy";
+    /// `f64 [L, H]`: mean mass a head's learned sink takes from a row (models with sinks only: GPT-OSS).
+    pub const LEARNED_SINK: &str = "learned_sink_{set}.npy";
     /// `f32 [L, H, M, M]`: attention of the set's first prompt, block-averaged to `M = min(N, 256)`.
     pub const ATTENTION_MAP: &str = "attention_map_{set}.npy";
     /// `f64 [L, H, C]`: mean 2-norm of each pre-RoPE query chunk (chunk 0 fastest).
@@ -131,12 +133,22 @@ pub struct ModelMeta {
     pub n_layers: usize,
     /// Query heads per layer `H`.
     pub n_heads: usize,
-    /// Key/value heads per layer.
+    /// Key/value heads per layer (of layer 0 where `kv_heads` lists each layer's).
     pub n_kv_heads: usize,
-    /// Query/key head dimension `d`.
+    /// Query/key head dimension `d` (the widest layer's where `head_dims` lists each layer's: the width of every
+    /// per-dimension array, NaN past a narrower layer's own).
     pub head_dim: usize,
-    /// Value head dimension.
+    /// Value head dimension (the widest layer's where `value_dims` lists each layer's).
     pub value_dim: usize,
+    /// Key/value heads of each layer; written only when layers differ (Gemma 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kv_heads: Vec<usize>,
+    /// Query/key head dimension of each layer; written only when layers differ (Gemma 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head_dims: Vec<usize>,
+    /// Value head dimension of each layer; written only when layers differ (Gemma 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_dims: Vec<usize>,
     /// Rotating chunks per head `C` (`d_rot / 2`; the most of any layer).
     pub n_chunks: usize,
     /// Chunks each layer rotates, 0 on a NoPE layer; written only when some layer rotates fewer than `C`
@@ -147,6 +159,10 @@ pub struct ModelMeta {
     pub rope_bases: Vec<f64>,
     /// Sliding window of each layer (`null` for global attention).
     pub windows: Vec<Option<usize>>,
+    /// Chunked attention of each layer (Llama 4: a query sees only the keys of its own block of this many
+    /// positions; `null` for none); written only when some layer has it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<Option<usize>>,
     /// Trained context length.
     pub context_length: usize,
     /// Vocabulary size.
@@ -157,6 +173,16 @@ impl ModelMeta {
     /// Chunks layer `l` rotates (`C` where the record lists no layer).
     pub fn chunks_of(&self, l: usize) -> usize {
         self.rotated_chunks.get(l).copied().unwrap_or(self.n_chunks)
+    }
+
+    /// Key/value heads of layer `l`.
+    pub fn kv_heads_of(&self, l: usize) -> usize {
+        self.kv_heads.get(l).copied().unwrap_or(self.n_kv_heads)
+    }
+
+    /// Query/key head dimension of layer `l`.
+    pub fn head_dim_of(&self, l: usize) -> usize {
+        self.head_dims.get(l).copied().unwrap_or(self.head_dim)
     }
 
     /// Whether layer `l` is a NoPE layer (rotates nothing).
@@ -250,6 +276,10 @@ pub struct HeadSlash {
     pub sink: f64,
     /// Mean attention on key 0 (random prompts).
     pub random_sink: Option<f64>,
+    /// Mean mass of a row that the head's learned sink takes (natural prompts): the share of attention that
+    /// goes to no key. Written only for a model with sinks (GPT-OSS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_sink: Option<f64>,
     /// Whether the head is (κ, best_delta)-slash-dominant on natural prompts.
     pub slash_dominant: bool,
     /// Whether it is (κ, best_delta)-slash-dominant on random prompts too.
@@ -277,15 +307,20 @@ pub struct HeadRank {
     pub k_cos_std: f64,
 }
 
-/// Shares of a total in the three frequency bands.
+/// Shares of a total in the three frequency bands and, for a head with coordinates that never rotate, in those.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Bands {
-    /// Chunks with `g_l < low_band_max_frequency`.
+    /// Chunks with `0 < g_l < low_band_max_frequency`.
     pub low: f64,
     /// Chunks between the edges.
     pub medium: f64,
     /// Chunks with `g_l ≥ high_band_min_frequency`.
     pub high: f64,
+    /// The coordinates that never rotate (past the rotated dimensions of a partial rotation, and p-RoPE's chunks
+    /// of frequency 0), as one part; written only for a head that has such coordinates, the four shares then
+    /// summing to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nope: Option<f64>,
 }
 
 /// Fourier decomposition of the logit of the mean pre-RoPE query and key (natural prompts).

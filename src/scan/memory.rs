@@ -26,7 +26,8 @@ const F64: u64 = 8;
 pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanParams) -> u64 {
     let c = &model.config;
     let heads = (c.n_layers * c.n_heads) as u64;
-    let (d, dv) = (c.head_dim as u64, c.value_dim as u64);
+    // Per-head sums are as wide as the widest layer's heads (Gemma 4's layers differ; the shards pad to it).
+    let (d, dv) = (c.max_head_dim() as u64, c.max_value_dim() as u64);
     let mut per_set = 0u64;
     if params.runs(Analysis::Slash) || params.runs(Analysis::Intrinsic) {
         let side = longest.min(params.map_size) as u64;
@@ -60,8 +61,10 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
     };
     // The unswapped pass's keys (after and before RoPE) and values of every layer, kept for the swaps.
     let posym = if params.runs(Analysis::Posym) {
-        let kv = c.n_kv_heads as u64 * (2 * d + dv);
-        (longest as u64).saturating_mul(c.n_layers as u64 * kv * size)
+        let kv: u64 = (c.layers.iter())
+            .map(|l| l.n_kv_heads as u64 * (2 * l.head_dim() as u64 + l.value_dim as u64))
+            .sum();
+        (longest as u64).saturating_mul(kv * size)
     } else {
         0
     };

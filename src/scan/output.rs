@@ -1,10 +1,10 @@
 //! Writes a scan's output directory (layout in `fixtures/scan/FORMAT.md`), every file atomically.
 
+use super::analyse::ScanOutcome;
 use super::format::{files, Meta, Prompts};
 use super::measure::SetMeasures;
 use super::params::{Analysis, ScanParams};
 use super::summary::mean_spectrum;
-use super::analyse::ScanOutcome;
 use crate::analysis::vector_stats::{HeadSums, RowSums};
 use crate::error::{Error, Result};
 use crate::io::{npy, write_atomic, write_json};
@@ -87,6 +87,9 @@ fn write_set(
         let width = s.delta_max() + 1;
         npy::write(&path(files::SLASH), &[layers, heads, width], &s.scores())?;
         npy::write(&path(files::SINK), &[layers, heads], &s.sinks())?;
+        if let Some(learned) = s.learned_sinks() {
+            npy::write(&path(files::LEARNED_SINK), &[layers, heads], &learned)?;
+        }
     }
     if let Some(map) = &m.map {
         let side = map.side();

@@ -12,11 +12,11 @@ use crate::analysis::attention_map::AttentionMapCapture;
 use crate::analysis::vector_stats::{HeadSums, RowSums};
 use crate::error::{Error, Result};
 use crate::io::npy::{self, Array, Dtype};
-use crate::model::Model;
+use crate::model::{LayerConfig, Model, ModelConfig};
 use crate::numeric::Real;
 use std::path::Path;
 
-/// The three vector kinds of [`HeadSums`], with whether they carry Gram matrices (values never do).
+/// The three vector kinds of [`HeadSums`], with whether they rotate and carry Gram matrices (values do neither).
 const VECTORS: [(&str, bool); 3] = [("q", true), ("k", true), ("v", false)];
 
 /// Writes the measures of one prompt into `dir` (created).
@@ -39,6 +39,18 @@ pub fn write<T: Real>(dir: &Path, model: &Model<T>, m: &SetMeasures) -> Result<(
         )?;
         npy::write(&dir.join("sink_sums.npy"), &grid, &s.sink_sums)?;
         npy::write(&dir.join("sink_counts.npy"), &grid, &counts(&s.sink_counts))?;
+        if c.sinks {
+            npy::write(
+                &dir.join("learned_sink_sums.npy"),
+                &grid,
+                &s.learned_sink_sums,
+            )?;
+            npy::write(
+                &dir.join("learned_sink_counts.npy"),
+                &grid,
+                &counts(&s.learned_sink_counts),
+            )?;
+        }
     }
     if let Some(map) = &m.map {
         let side = map.side;
@@ -70,16 +82,32 @@ pub fn write<T: Real>(dir: &Path, model: &Model<T>, m: &SetMeasures) -> Result<(
             };
             let counts: Vec<i64> = rows.iter().map(|r| r.count as i64).collect();
             npy::write(&dir.join(format!("{name}_count.npy")), &grid, &counts)?;
-            let dim = rows[0].sum.len();
-            let chunks = rows[0].chunk_norm_sum.len();
-            let cat =
-                |f: fn(&RowSums) -> &Vec<f64>| rows.iter().flat_map(|r| f(r).clone()).collect();
-            field("sum", cat(|r| &r.sum), &[dim])?;
-            field("unit_sum", cat(|r| &r.unit_sum), &[dim])?;
-            field("chunk_norm_sum", cat(|r| &r.chunk_norm_sum), &[chunks])?;
+            let (dim, chunks) = widths(c, name);
+            // Each head's sums, zero-padded to the widest layer's (Gemma 4's layers differ).
+            let cat = |f: fn(&RowSums) -> &Vec<f64>, width: usize| {
+                rows.iter()
+                    .flat_map(|r| pad(f(r), width))
+                    .collect::<Vec<f64>>()
+            };
+            if gram_kind {
+                let still: Vec<f64> = rows.iter().map(|r| r.unrotated_norm_sum).collect();
+                field("unrotated_norm_sum", still, &[])?;
+            }
+            field("sum", cat(|r| &r.sum, dim), &[dim])?;
+            field("unit_sum", cat(|r| &r.unit_sum, dim), &[dim])?;
+            field(
+                "chunk_norm_sum",
+                cat(|r| &r.chunk_norm_sum, chunks),
+                &[chunks],
+            )?;
             if gram_kind && v.grams {
-                field("gram", cat(|r| &r.gram), &[dim, dim])?;
-                field("unit_gram", cat(|r| &r.unit_gram), &[dim, dim])?;
+                let grams = |f: fn(&RowSums) -> &Vec<f64>| {
+                    rows.iter()
+                        .flat_map(|r| pad_square(f(r), r.sum.len(), dim))
+                        .collect::<Vec<f64>>()
+                };
+                field("gram", grams(|r| &r.gram), &[dim, dim])?;
+                field("unit_gram", grams(|r| &r.unit_gram), &[dim, dim])?;
             }
         }
     }
@@ -105,9 +133,13 @@ pub fn read<T: Real>(
         let a = Array::read(&path)?;
         let shape: Vec<usize> = grid.iter().chain(width).copied().collect();
         if a.dtype != dtype || a.shape != shape {
-            return Err(Error::bad_data(path, format!("expected {dtype:?} {shape:?}, found {:?} {:?}", a.dtype,
-                a.shape
-            )));
+            return Err(Error::bad_data(
+                path,
+                format!(
+                    "expected {dtype:?} {shape:?}, found {:?} {:?}",
+                    a.dtype, a.shape
+                ),
+            ));
         }
         Ok(a)
     };
@@ -115,7 +147,10 @@ pub fn read<T: Real>(
         let v = array(file, Dtype::F64, width)?.to_f64();
         match v.iter().all(|x| x.is_finite()) {
             true => Ok(v),
-            false => Err(Error::bad_data(dir.join(file), "holds a value that is not finite")),
+            false => Err(Error::bad_data(
+                dir.join(file),
+                "holds a value that is not finite",
+            )),
         }
     };
     let counts = |file: &str, width: &[usize], max: usize| -> Result<Vec<u32>> {
@@ -139,6 +174,10 @@ pub fn read<T: Real>(
         s.score_counts = counts("slash_counts.npy", &[w], 1)?;
         s.sink_sums = sums("sink_sums.npy", &[])?;
         s.sink_counts = counts("sink_counts.npy", &[], 1)?;
+        if c.sinks {
+            s.learned_sink_sums = sums("learned_sink_sums.npy", &[])?;
+            s.learned_sink_counts = counts("learned_sink_counts.npy", &[], 1)?;
+        }
         if first {
             let side = params.map_size.max(1).min(n_tokens);
             let maps = array("attention_map.npy", Dtype::F32, &[side, side])?
@@ -158,17 +197,16 @@ pub fn read<T: Real>(
     if let Some(v) = &mut m.vectors {
         let mut per_kind = Vec::new();
         for (name, gram_kind) in VECTORS {
-            let dim = if name == "v" { c.value_dim } else { c.head_dim };
-            let chunks = if name == "v" {
-                c.value_dim / 2
-            } else {
-                c.n_chunks()
-            };
+            let (dim, chunks) = widths(c, name);
             let f = |field: &str, width: &[usize]| sums(&format!("{name}_{field}.npy"), width);
             let count = counts(&format!("{name}_count.npy"), &[], n_tokens)?;
             let sum = f("sum", &[dim])?;
             let unit_sum = f("unit_sum", &[dim])?;
             let chunk_norm_sum = f("chunk_norm_sum", &[chunks])?;
+            let unrotated_norm_sum = match gram_kind {
+                true => f("unrotated_norm_sum", &[])?,
+                false => vec![0.0; cells],
+            };
             let (gram, unit_gram) = if gram_kind && v.grams {
                 (f("gram", &[dim, dim])?, f("unit_gram", &[dim, dim])?)
             } else {
@@ -177,13 +215,22 @@ pub fn read<T: Real>(
             let g = gram.len() / cells;
             per_kind.push(
                 (0..cells)
-                    .map(|i| RowSums {
-                        count: count[i] as usize,
-                        sum: sum[i * dim..(i + 1) * dim].to_vec(),
-                        gram: gram[i * g..(i + 1) * g].to_vec(),
-                        unit_sum: unit_sum[i * dim..(i + 1) * dim].to_vec(),
-                        unit_gram: unit_gram[i * g..(i + 1) * g].to_vec(),
-                        chunk_norm_sum: chunk_norm_sum[i * chunks..(i + 1) * chunks].to_vec(),
+                    .map(|i| {
+                        // The head's own widths within the padded rows.
+                        let (d, ch) = layer_widths(&c.layers[i / grid[1]], name);
+                        let square = |all: &[f64]| match g {
+                            0 => Vec::new(),
+                            _ => unpad_square(&all[i * g..(i + 1) * g], dim, d),
+                        };
+                        RowSums {
+                            count: count[i] as usize,
+                            sum: sum[i * dim..i * dim + d].to_vec(),
+                            gram: square(&gram),
+                            unit_sum: unit_sum[i * dim..i * dim + d].to_vec(),
+                            unit_gram: square(&unit_gram),
+                            chunk_norm_sum: chunk_norm_sum[i * chunks..i * chunks + ch].to_vec(),
+                            unrotated_norm_sum: unrotated_norm_sum[i],
+                        }
                     })
                     .collect::<Vec<_>>(),
             );
@@ -206,4 +253,48 @@ pub fn read<T: Real>(
             .collect();
     }
     Ok(m)
+}
+
+/// The widths of vector kind `name`'s sums in the files (dimensions, chunks): the widest layer's.
+fn widths(c: &ModelConfig, name: &str) -> (usize, usize) {
+    match name {
+        "v" => (c.max_value_dim(), c.max_value_dim() / 2),
+        _ => (c.max_head_dim(), c.n_chunks()),
+    }
+}
+
+/// The widths of vector kind `name`'s sums for one head of layer `lc` (as `vector_stats` makes them).
+fn layer_widths(lc: &LayerConfig, name: &str) -> (usize, usize) {
+    match name {
+        "v" => (lc.value_dim, lc.value_dim / 2),
+        _ => (lc.head_dim(), lc.rope.n_chunks()),
+    }
+}
+
+/// `v` followed by zeros up to `width`.
+fn pad(v: &[f64], width: usize) -> impl Iterator<Item = f64> + '_ {
+    v.iter()
+        .copied()
+        .chain(std::iter::repeat_n(0.0, width - v.len()))
+}
+
+/// The `d × d` matrix `m` (row-major) in the top-left corner of a `width × width` one of zeros.
+fn pad_square(m: &[f64], d: usize, width: usize) -> Vec<f64> {
+    match m.is_empty() {
+        true => Vec::new(),
+        false => m
+            .chunks(d)
+            .flat_map(|row| pad(row, width))
+            .chain(std::iter::repeat_n(0.0, (width - d) * width))
+            .collect(),
+    }
+}
+
+/// The top-left `d × d` corner of the `width × width` matrix `m` (row-major).
+fn unpad_square(m: &[f64], width: usize, d: usize) -> Vec<f64> {
+    m.chunks(width)
+        .take(d)
+        .flat_map(|row| &row[..d])
+        .copied()
+        .collect()
 }

@@ -19,7 +19,7 @@ use crate::gguf::GgufFile;
 use crate::io::hashing::sha256_file;
 use crate::io::inputs::Inputs;
 use crate::io::staged::{Record, StagedDir, Staging};
-use crate::model::Model;
+use crate::model::{LayerConfig, Model, ModelConfig};
 use crate::numeric::{Precision, Real};
 use crate::tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
@@ -138,17 +138,6 @@ fn run_in<T: Real>(
     staged: StagedDir,
 ) -> Result<ScanSummary> {
     let model = Model::<T>::load(file).context("loading the model")?;
-    if !model.config.uniform_layers() {
-        // The scan's per-head arrays (vector statistics, singular values, chunk norms) have one width per model.
-        return Err(Error::NotImplemented {
-            what: format!(
-                "a scan of a model whose layers differ in head dimension, key/value heads or feed-forward width \
-                 ({})",
-                model.config.architecture
-            ),
-            hint: "; inspect, reference, rope, compare and diverge run on it".into(),
-        });
-    }
     let params = &req.params;
     let natural = natural_set(req, file, &model)?;
     let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);
@@ -229,8 +218,11 @@ fn model_meta<T: Real>(model: &Model<T>) -> ModelMeta {
         n_layers: c.n_layers,
         n_heads: c.n_heads,
         n_kv_heads: c.n_kv_heads,
-        head_dim: c.head_dim,
-        value_dim: c.value_dim,
+        head_dim: c.max_head_dim(),
+        value_dim: c.max_value_dim(),
+        kv_heads: each_layer(c, |l| l.n_kv_heads),
+        head_dims: each_layer(c, LayerConfig::head_dim),
+        value_dims: each_layer(c, |l| l.value_dim),
         n_chunks: c.n_chunks(),
         rotated_chunks: if c.layers.iter().all(|l| l.rope.n_chunks() == c.n_chunks()) {
             Vec::new()
@@ -239,8 +231,21 @@ fn model_meta<T: Real>(model: &Model<T>) -> ModelMeta {
         },
         rope_bases: c.layers.iter().map(|l| l.rope.base).collect(),
         windows: c.layers.iter().map(|l| l.window).collect(),
+        chunks: match c.layers.iter().any(|l| l.chunk.is_some()) {
+            true => c.layers.iter().map(|l| l.chunk).collect(),
+            false => Vec::new(),
+        },
         context_length: c.context_length,
         vocab_size: c.vocab_size,
+    }
+}
+
+/// `f` of each layer, or nothing where every layer has the same.
+fn each_layer(c: &ModelConfig, f: impl Fn(&LayerConfig) -> usize) -> Vec<usize> {
+    let v: Vec<usize> = c.layers.iter().map(f).collect();
+    match v.windows(2).all(|w| w[0] == w[1]) {
+        true => Vec::new(),
+        false => v,
     }
 }
 

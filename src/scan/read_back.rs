@@ -7,7 +7,7 @@
 //! The maxima are far above every published model, so no real scan meets them, and low enough that what a
 //! reader allocates from them (one record per head, one list per layer) stays small.
 
-use super::format::{files, Meta, PromptSetMeta, Prompts, Summary, FORMAT_VERSION};
+use super::format::{files, Meta, ModelMeta, PromptSetMeta, Prompts, Summary, FORMAT_VERSION};
 use super::params::Analysis;
 use crate::error::{Error, Result};
 use crate::io::npy::Dtype;
@@ -33,7 +33,10 @@ pub const MAX_NPY_HEADER: u64 = 10 + u16::MAX as u64;
 
 /// `what is value, outside allowed` for `file`.
 fn outside(file: &Path, what: &str, value: impl std::fmt::Display, allowed: &str) -> Error {
-    Error::bad_data(file, format!("{what} is {value}, outside the allowed {allowed}"))
+    Error::bad_data(
+        file,
+        format!("{what} is {value}, outside the allowed {allowed}"),
+    )
 }
 
 /// Checks that `value` of `what` lies in `lo..=hi`.
@@ -43,6 +46,69 @@ fn in_range(file: &Path, what: &str, value: usize, lo: usize, hi: usize) -> Resu
     } else {
         Err(outside(file, what, value, &format!("{lo}..={hi}")))
     }
+}
+
+/// Checks the per-layer lists of a model whose layers differ in shape: each absent or one entry per layer, each
+/// entry within the model-wide value (the widest), which some layer reaches, and every layer's key/value heads a
+/// divisor of its query heads with room for its rotated chunks.
+fn check_layer_shapes(m: &ModelMeta, file: &Path) -> Result<()> {
+    let per_layer = format!("n_layers = {}", m.n_layers);
+    for (name, list, widest, lo) in [
+        ("kv_heads", &m.kv_heads, m.n_heads, 1),
+        ("head_dims", &m.head_dims, m.head_dim, 2),
+        ("value_dims", &m.value_dims, m.value_dim, 1),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        if list.len() != m.n_layers {
+            return Err(outside(
+                file,
+                &format!("the length of model.{name}"),
+                list.len(),
+                &per_layer,
+            ));
+        }
+        if let Some(v) = list.iter().find(|&&v| !(lo..=widest).contains(&v)) {
+            return Err(outside(
+                file,
+                &format!("a model.{name} entry"),
+                v,
+                &format!("{lo}..={widest}"),
+            ));
+        }
+    }
+    for (name, list, widest) in [
+        ("head_dim", &m.head_dims, m.head_dim),
+        ("value_dim", &m.value_dims, m.value_dim),
+    ] {
+        if !list.is_empty() && !list.contains(&widest) {
+            return Err(Error::bad_data(
+                file,
+                format!("model.{name} {widest} is not the widest of model.{name}s"),
+            ));
+        }
+    }
+    for l in 0..m.n_layers {
+        let kv = m.kv_heads_of(l);
+        if !m.n_heads.is_multiple_of(kv) {
+            return Err(outside(
+                file,
+                &format!("the key/value heads of layer {l}"),
+                kv,
+                &format!("divisors of n_heads {}", m.n_heads),
+            ));
+        }
+        if 2 * m.chunks_of(l) > m.head_dim_of(l) {
+            return Err(outside(
+                file,
+                &format!("the rotated chunks of layer {l}"),
+                m.chunks_of(l),
+                &format!("0..={}", m.head_dim_of(l) / 2),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks the model, prompt sets, parameters and analyses of `meta` (read from `file`, a `meta.json` or a
@@ -116,6 +182,28 @@ pub fn check_meta(meta: &Meta, file: &Path) -> Result<()> {
             "a model.rotated_chunks entry",
             c,
             &format!("0..={}", m.n_chunks),
+        ));
+    }
+    check_layer_shapes(m, file)?;
+    if !m.chunks.is_empty() && m.chunks.len() != m.n_layers {
+        return Err(outside(
+            file,
+            "the length of model.chunks",
+            m.chunks.len(),
+            &per_layer,
+        ));
+    }
+    if let Some(c) = m
+        .chunks
+        .iter()
+        .flatten()
+        .find(|&&c| c == 0 || c > MAX_TOKENS)
+    {
+        return Err(outside(
+            file,
+            "a model.chunks entry",
+            c,
+            &format!("1..={MAX_TOKENS} or null"),
         ));
     }
     if m.windows.len() != m.n_layers {
@@ -269,7 +357,6 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
     )?;
     let m = &meta.model;
     let (l_count, h_count) = (m.n_layers, m.n_heads);
-    let group = m.n_heads / m.n_kv_heads;
     let delta_max = meta.parameters.delta_max;
     let mut seen = vec![false; l_count * h_count];
     for h in &summary.heads {
@@ -286,7 +373,7 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
         if std::mem::replace(cell, true) {
             return Err(Error::bad_data(file, format!("{name} is listed twice")));
         }
-        let kv = h.head / group;
+        let kv = h.head / (m.n_heads / m.kv_heads_of(h.layer));
         in_range(file, &format!("the kv_head of {name}"), h.kv_head, kv, kv)?;
         let deltas = [
             h.slash.as_ref().map(|s| s.best_delta),
@@ -304,11 +391,16 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
         }
     }
     if let Some(i) = seen.iter().position(|s| !s) {
-        return Err(Error::bad_data(file, format!("lists {} heads, the model has {l_count} × {h_count} = {}; head L{}H{} is missing", summary.heads.len(),
-            l_count * h_count,
-            i / h_count,
-            i % h_count
-        )));
+        return Err(Error::bad_data(
+            file,
+            format!(
+                "lists {} heads, the model has {l_count} × {h_count} = {}; head L{}H{} is missing",
+                summary.heads.len(),
+                l_count * h_count,
+                i / h_count,
+                i % h_count
+            ),
+        ));
     }
     if let Some(sets) = &summary.slash_dominant {
         for (set, triples) in [("natural", &sets.natural), ("random", &sets.random)] {
@@ -342,10 +434,13 @@ pub fn check_summary(summary: &Summary, meta: &Meta, file: &Path) -> Result<()> 
                 )?;
             }
             if let Some(t) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                return Err(Error::bad_data(file, format!("slash_dominant.{set} lists L{}H{} Δ {} twice", t[0].layer,
-                    t[0].head,
-                    t[0].delta
-                )));
+                return Err(Error::bad_data(
+                    file,
+                    format!(
+                        "slash_dominant.{set} lists L{}H{} Δ {} twice",
+                        t[0].layer, t[0].head, t[0].delta
+                    ),
+                ));
             }
         }
     }
@@ -387,17 +482,43 @@ pub fn check_ablation(
                 .as_ref()
                 .is_none_or(|r| r.len() != m.n_layers || r.iter().any(|&n| n != m.n_heads))
             {
-                return Err(Error::bad_data(file, format!("{name}.{field} is not a list of {} layers of {} heads", m.n_layers,
-                    m.n_heads
-                )));
+                return Err(Error::bad_data(
+                    file,
+                    format!(
+                        "{name}.{field} is not a list of {} layers of {} heads",
+                        m.n_layers, m.n_heads
+                    ),
+                ));
             }
         }
         let chunks = record
             .get("rotated_chunks")
             .map(|v| v.as_array().map(Vec::len));
         if chunks.is_some_and(|n| n != Some(m.n_chunks)) {
-            return Err(Error::bad_data(file, format!("{name}.rotated_chunks is not a list of n_chunks = {} entries", m.n_chunks
-            )));
+            return Err(Error::bad_data(
+                file,
+                format!(
+                    "{name}.rotated_chunks is not a list of n_chunks = {} entries",
+                    m.n_chunks
+                ),
+            ));
+        }
+        let per_layer = record.get("layer_rotated_chunks").map(|v| {
+            v.as_array().map(|layers| {
+                layers
+                    .iter()
+                    .map(|l| l.as_array().map_or(usize::MAX, Vec::len))
+                    .collect::<Vec<_>>()
+            })
+        });
+        let expected: Vec<usize> = (0..m.n_layers).map(|l| m.chunks_of(l)).collect();
+        if per_layer.is_some_and(|n| n.as_ref() != Some(&expected)) {
+            return Err(Error::bad_data(
+                file,
+                format!(
+                    "{name}.layer_rotated_chunks is not a list of each layer's chunks {expected:?}"
+                ),
+            ));
         }
     }
     for h in &summary.heads {
@@ -407,13 +528,13 @@ pub fn check_ablation(
             return Err(Error::bad_data(
                 file.parent().unwrap_or(file).join(files::SUMMARY),
                 format!(
-                "head L{}H{} has {} ablation variants, {} has {}",
-                h.layer,
-                h.head,
-                n.map_or("no list of".into(), |n| n.to_string()),
-                file.display(),
-                variants.len()
-            ),
+                    "head L{}H{} has {} ablation variants, {} has {}",
+                    h.layer,
+                    h.head,
+                    n.map_or("no list of".into(), |n| n.to_string()),
+                    file.display(),
+                    variants.len()
+                ),
             ));
         }
     }
@@ -439,7 +560,7 @@ pub fn array_shape(meta: &Meta, name: &str) -> Option<(Dtype, Vec<usize>)> {
                 files::FOURIER_AMPLITUDE | files::FOURIER_PHASE => m.n_chunks,
                 files::CHUNK_NORMS_V => m.value_dim / 2,
                 files::SINGULAR_VALUES_Q | files::SINGULAR_VALUES_K => m.head_dim,
-                files::SINK => return Some(vec![l, h]),
+                files::SINK | files::LEARNED_SINK => return Some(vec![l, h]),
                 files::ATTENTION_MAP => {
                     let first = prompt_set(meta, set)?.lengths.first().copied()?;
                     let side = first.min(meta.parameters.map_size);
@@ -452,6 +573,7 @@ pub fn array_shape(meta: &Meta, name: &str) -> Option<(Dtype, Vec<usize>)> {
         let patterns = [
             files::SLASH,
             files::SINK,
+            files::LEARNED_SINK,
             files::ATTENTION_MAP,
             files::CHUNK_NORMS_Q,
             files::CHUNK_NORMS_K,

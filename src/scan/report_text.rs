@@ -83,6 +83,21 @@ pub fn render(summary: &Summary, title: &str) -> String {
             sinks.join(", ")
         );
     }
+    let mut learned: Vec<(f64, &HeadSummary)> = (summary.heads.iter())
+        .filter_map(|h| Some((h.slash.as_ref()?.learned_sink?, h)))
+        .collect();
+    if !learned.is_empty() {
+        let mean = learned.iter().map(|(m, _)| m).sum::<f64>() / learned.len() as f64;
+        learned.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let top: Vec<String> = (learned.iter().take(5))
+            .map(|(m, h)| format!("L{}H{} {m:.2}", h.layer, h.head))
+            .collect();
+        let _ = writeln!(
+            out,
+            "learned sinks take {mean:.2} of a row's attention on average over heads; most: {}",
+            top.join(", ")
+        );
+    }
     let freq: Vec<f64> = summary
         .heads
         .iter()

@@ -8,9 +8,9 @@
 //! prompt order, which is the order and arithmetic of an unsharded scan. The Cauchy–Schwarz tables are made
 //! for the heads the merged slash scores label, so the merge runs them.
 
+use super::analyse::{cone_analysis, finish, ScanOutcome, Stages, Streamed};
 use super::format::{Meta, Prompts, StepTime};
 use super::params::{Analysis, ScanParams};
-use super::analyse::{cone_analysis, finish, ScanOutcome, Stages, Streamed};
 use super::progress::Progress;
 use super::{external, measure, partial, read_back};
 use crate::analysis::embedding_cone::EmbeddingCone;
@@ -186,19 +186,6 @@ fn external_file(dir: &Path, a: Analysis) -> PathBuf {
     dir.join("external").join(format!("{}.json", a.name()))
 }
 
-/// Refuses a model whose layers rotate different numbers of chunks (the per-prompt arrays are
-/// `[layer][head][chunk]`).
-fn check_shardable<T: Real>(model: &Model<T>) -> Result<()> {
-    let c = &model.config;
-    if c.layers.iter().any(|l| l.rope.n_chunks() != c.n_chunks()) {
-        return Err(Error::Unsupported(
-            "a sharded scan: this model's layers rotate different numbers of chunks; scan it unsharded"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Runs the tasks of `shard` and writes their results into `dir` (which exists); returns what was done. The
 /// caller writes `shard.json` ([`write_record`]).
 pub fn run_shard<T: Real>(
@@ -210,7 +197,6 @@ pub fn run_shard<T: Real>(
     dir: &Path,
     progress: &dyn Progress,
 ) -> Result<Vec<TaskRecord>> {
-    check_shardable(model)?;
     let all = tasks(params, natural.len(), random.len());
     if shard.count > all.len() {
         return Err(Error::parameter(
@@ -364,10 +350,15 @@ pub fn check_shard(record: &ShardRecord, prompts: &Prompts, dir: &Path) -> Resul
         )));
     }
     if record.shard >= record.of {
-        return Err(Error::bad_data(file, format!("shard is {}, outside the allowed 0..={} (of is {})", record.shard,
-            record.of - 1,
-            record.of
-        )));
+        return Err(Error::bad_data(
+            file,
+            format!(
+                "shard is {}, outside the allowed 0..={} (of is {})",
+                record.shard,
+                record.of - 1,
+                record.of
+            ),
+        ));
     }
     read_back::check_prompts(prompts, meta, &dir.join(super::format::files::PROMPTS))
 }
@@ -385,12 +376,20 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
     for dir in dirs {
         let path = dir.join(SHARD_FILE);
         if !path.exists() {
-            return Err(Error::bad_data(dir, format!("not a shard directory (no {SHARD_FILE}): a sharded scan writes one")));
+            return Err(Error::bad_data(
+                dir,
+                format!("not a shard directory (no {SHARD_FILE}): a sharded scan writes one"),
+            ));
         }
         let record: ShardRecord = read_json(&path)?;
         if record.shard_format_version != SHARD_FORMAT_VERSION {
-            return Err(Error::bad_data(path, format!("shard format version {}, this ropescope merges version {SHARD_FORMAT_VERSION}", record.shard_format_version
-            )));
+            return Err(Error::bad_data(
+                path,
+                format!(
+                    "shard format version {}, this ropescope merges version {SHARD_FORMAT_VERSION}",
+                    record.shard_format_version
+                ),
+            ));
         }
         if !record.complete {
             return Err(Error::bad_data(path, "not a complete shard record"));
@@ -409,12 +408,15 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
     let id = identity(&first.record.meta)?;
     for s in &shards {
         if s.record.of != of {
-            return Err(Error::bad_data(&s.dir, format!(
-                "shard {}/{} does not belong with {}'s {of} shards",
-                s.record.shard,
-                s.record.of,
-                first.dir.display()
-            )));
+            return Err(Error::bad_data(
+                &s.dir,
+                format!(
+                    "shard {}/{} does not belong with {}'s {of} shards",
+                    s.record.shard,
+                    s.record.of,
+                    first.dir.display()
+                ),
+            ));
         }
         let other = identity(&s.record.meta)?;
         if other != id {
@@ -426,16 +428,22 @@ pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
                         .map(|(k, _)| k.clone())
                 })
                 .unwrap_or_else(|| "meta".into());
-            return Err(Error::bad_data(&s.dir, format!(
-                "a shard of another scan (its {differs} differs from {}'s)",
-                first.dir.display()
-            )));
+            return Err(Error::bad_data(
+                &s.dir,
+                format!(
+                    "a shard of another scan (its {differs} differs from {}'s)",
+                    first.dir.display()
+                ),
+            ));
         }
         if s.prompts != first.prompts {
-            return Err(Error::bad_data(&s.dir, format!(
-                "a shard of another scan (its prompts differ from {}'s)",
-                first.dir.display()
-            )));
+            return Err(Error::bad_data(
+                &s.dir,
+                format!(
+                    "a shard of another scan (its prompts differ from {}'s)",
+                    first.dir.display()
+                ),
+            ));
         }
     }
     for pair in shards.windows(2) {
@@ -484,7 +492,6 @@ pub fn merge<T: Real>(
     shards: &[ShardDir],
     progress: &dyn Progress,
 ) -> Result<ScanOutcome> {
-    check_shardable(model)?;
     let meta = &shards[0].record.meta;
     let params = params_of(meta)?;
     let prompts = &shards[0].prompts;
@@ -503,11 +510,16 @@ pub fn merge<T: Real>(
         .collect();
         let done: Vec<String> = s.record.tasks.iter().map(|t| t.task.clone()).collect();
         if done != expected {
-            return Err(Error::bad_data(&s.dir, format!("shard {}/{} records tasks [{}], its share is [{}]", s.record.shard,
-                s.record.of,
-                done.join(", "),
-                expected.join(", ")
-            )));
+            return Err(Error::bad_data(
+                &s.dir,
+                format!(
+                    "shard {}/{} records tasks [{}], its share is [{}]",
+                    s.record.shard,
+                    s.record.of,
+                    done.join(", "),
+                    expected.join(", ")
+                ),
+            ));
         }
         for t in &expected {
             owner.insert(t.clone(), s);

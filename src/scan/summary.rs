@@ -45,7 +45,7 @@ pub fn build<T: Real>(
             let slash = natural.slash.as_ref().map(|s| {
                 head_slash(
                     &profile(natural_scores.as_ref().expect("scores exist with slash")),
-                    s.sinks()[cell],
+                    (s.sinks()[cell], s.learned_sinks().map(|l| l[cell])),
                     random_slash.map(|r| {
                         (
                             profile(random_scores.as_ref().expect("random scores")),
@@ -59,7 +59,7 @@ pub fn build<T: Real>(
             let mut summary = HeadSummary {
                 layer,
                 head,
-                kv_head: head / c.group_size(),
+                kv_head: head / (c.n_heads / c.layers[layer].n_kv_heads),
                 label: String::new(),
                 rank: sums
                     .filter(|_| params.runs(Analysis::Rank))
@@ -144,7 +144,7 @@ pub fn argmax(values: &[f64]) -> (usize, f64) {
 
 fn head_slash(
     natural: &[f64],
-    sink: f64,
+    (sink, learned_sink): (f64, Option<f64>),
     random: Option<(Vec<f64>, f64)>,
     kappa: f64,
 ) -> HeadSlash {
@@ -156,6 +156,7 @@ fn head_slash(
         random_best_delta: random.as_ref().map(|(r, _)| argmax(r).0),
         sink,
         random_sink: random.as_ref().map(|(_, s)| *s),
+        learned_sink,
         slash_dominant: best_score >= kappa,
         random_slash_dominant: random.as_ref().map(|(r, _)| r[best_delta] >= kappa),
     }
@@ -205,36 +206,53 @@ fn head_fourier(
     let spectrum = mean_spectrum(s)?;
     let shares = spectrum.band_shares(bands);
     Some(HeadFourier {
-        amplitude_shares: Bands {
-            low: shares.low,
-            medium: shares.medium,
-            high: shares.high,
-        },
+        amplitude_shares: bands_of(shares, spectrum_has_still_part(s)),
         predicted_delta: predicted_delta(&spectrum, delta_max),
         measured_delta,
     })
 }
 
-/// Shares of `Σ values[l]` over chunks in each frequency band of `rope` ([`BandShares::of`]).
-pub fn band_shares(rope: &RopeSpec, values: &[f64], bands: &FrequencyBands) -> Bands {
+/// Whether the head's RoPE leaves some coordinates still.
+fn spectrum_has_still_part(s: &HeadSums) -> bool {
+    s.rope
+        .as_ref()
+        .is_some_and(|r| !r.unrotated_dims().is_empty())
+}
+
+/// The shares as `summary.json` writes them: the NoPE share only where there are coordinates that never rotate.
+fn bands_of(s: BandShares, still: bool) -> Bands {
+    Bands {
+        low: s.low,
+        medium: s.medium,
+        high: s.high,
+        nope: still.then_some(s.nope),
+    }
+}
+
+/// Shares of `Σ values[l]` over chunks in each frequency band of `rope`, beside the part `unrotated` of the
+/// coordinates that never rotate ([`BandShares::of`]).
+pub fn band_shares(
+    rope: &RopeSpec,
+    values: &[f64],
+    unrotated: f64,
+    bands: &FrequencyBands,
+) -> Bands {
     let s = BandShares::of(
         values
             .iter()
             .enumerate()
             .map(|(l, &v)| (rope.frequency(l), v)),
+        unrotated,
         bands,
     );
-    Bands {
-        low: s.low,
-        medium: s.medium,
-        high: s.high,
-    }
+    bands_of(s, !rope.unrotated_dims().is_empty())
 }
 
 /// Band shares of a head's chunk norms; `None` on a NoPE layer, which has no frequency to share among.
 fn head_frequency(s: &HeadSums, bands: &FrequencyBands) -> Option<HeadFrequency> {
     let rope = s.rope.as_ref().filter(|r| r.n_chunks() > 0)?;
-    let shares = |r: &RowSums| band_shares(rope, &r.mean_chunk_norms(), bands);
+    let shares =
+        |r: &RowSums| band_shares(rope, &r.mean_chunk_norms(), r.mean_unrotated_norm(), bands);
     Some(HeadFrequency {
         q: shares(&s.q),
         k: shares(&s.k),

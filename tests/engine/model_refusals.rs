@@ -359,14 +359,6 @@ fn inspect_reports_gemma_query_scalars_by_size() {
     assert!(inspect_rope("gemma")["query_pre_attn_scalar"].is_null());
 }
 
-/// The converted variants that `scan` does not run yet (their fixtures are ready for it), with the words of its
-/// refusal: Gemma 4's layers of two shapes (the engine runs them: `engine_converted::gemma4_*`).
-const NOT_YET_RUN: &[(&str, &str)] = &[
-    ("gemma4", "layers differ in head dimension"),
-    ("gemma4-31b", "layers differ in head dimension"),
-    ("gemma4-moe", "layers differ in head dimension"),
-];
-
 /// Every converted variant, sorted.
 fn converted_variants() -> Vec<String> {
     let root = paths::fixture("converted");
@@ -380,37 +372,13 @@ fn converted_variants() -> Vec<String> {
     variants
 }
 
-/// A converted variant that `scan` does not run yet is refused by name, before anything is written.
-#[test]
-fn converted_models_not_yet_scanned_are_refused_by_name() {
-    let tmp = tempfile::tempdir().unwrap();
-    for (v, words) in NOT_YET_RUN {
-        let out = tmp.path().join(v);
-        let r = run(&[
-            "scan",
-            converted(v).to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert!(!r.status.success(), "{v}");
-        assert!(err.contains(words), "{v}: {err}");
-        assert!(!out.exists(), "{v}");
-    }
-}
-
-/// `scan --count 1 --length 64` on every converted model the engine runs; its `chunk_frequency.npy` holds the
-/// frequencies HF rotates by at that length (gemma3-4b's global layer scaled, phi3-longrope's long factors past
-/// 32 tokens).
+/// `scan --count 1 --length 64` on every converted model; its `chunk_frequency.npy` holds the frequencies HF
+/// rotates by at that length (gemma3-4b's global layer scaled, phi3-longrope's long factors past 32 tokens,
+/// Gemma 4's proportional global layers), and `meta.json` each layer's shape where layers differ (Gemma 4).
 #[test]
 fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
-    let variants: Vec<String> = converted_variants()
-        .into_iter()
-        .filter(|v| NOT_YET_RUN.iter().all(|(n, _)| n != v))
-        .collect();
-    assert_eq!(variants.len(), 30, "{variants:?}");
-    assert_eq!(converted_variants().len(), 30 + NOT_YET_RUN.len());
+    let variants = converted_variants();
+    assert_eq!(variants.len(), 33, "{variants:?}");
     let tmp = tempfile::tempdir().unwrap();
     for v in &variants {
         let out = tmp.path().join(v);
@@ -464,6 +432,40 @@ fn scan_runs_on_every_converted_model_with_the_real_frequencies() {
             "smollm3" => {
                 assert_close(&layer(0), &hf_inv_freq(v, "main", "all", "inv_freq"));
                 assert!(layer(3).iter().chain(&layer(7)).all(|g| g.is_nan()));
+            }
+            "gemma4" | "gemma4-31b" | "gemma4-moe" => {
+                // Sliding layers: 8 chunks, padded with NaN to the global layers' 16; global layers: 4 turn,
+                // 12 stay still (frequency 0, as HF's proportional inv_freq has them).
+                let meta: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
+                let m = &meta["model"];
+                let global = |l: usize| m["windows"][l].is_null();
+                let sliding = hf_inv_freq(v, "main", "sliding_attention", "inv_freq");
+                assert_close(&layer(0)[..8], &sliding);
+                assert!(layer(0)[8..].iter().all(|g| g.is_nan()));
+                let first_global = (0..).find(|&l| global(l)).unwrap();
+                assert_close(
+                    &layer(first_global),
+                    &hf_inv_freq(v, "main", "full_attention", "inv_freq"),
+                );
+                assert_eq!(m["head_dim"], 32, "{v}: the widest layer's");
+                for l in 0..m["n_layers"].as_u64().unwrap() as usize {
+                    assert_eq!(
+                        m["head_dims"][l],
+                        if global(l) { 32 } else { 16 },
+                        "{v} L{l}"
+                    );
+                }
+                if v != "gemma4" {
+                    // Two key/value heads on sliding layers, one on global ones.
+                    let kv: Vec<u64> = (m["kv_heads"].as_array().unwrap().iter())
+                        .map(|x| x.as_u64().unwrap())
+                        .collect();
+                    assert!(
+                        kv.iter().all(|&k| k == 1 || k == 2) && kv.contains(&1),
+                        "{v}: {kv:?}"
+                    );
+                }
             }
             _ => {}
         }

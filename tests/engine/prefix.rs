@@ -99,7 +99,7 @@ impl<T: Real> Capture<T> for Recorder {
     }
 }
 
-fn options(rows: std::ops::Range<usize>, rope_keep: Option<Vec<bool>>) -> ForwardOptions {
+fn options(rows: std::ops::Range<usize>, rope_keep: Option<Vec<Vec<bool>>>) -> ForwardOptions {
     ForwardOptions {
         logits_rows: rows,
         rope_keep,
@@ -107,7 +107,7 @@ fn options(rows: std::ops::Range<usize>, rope_keep: Option<Vec<bool>>) -> Forwar
 }
 
 /// The whole pass over `changed` against the pass resumed from `base`'s, which share their first `s` tokens.
-fn check<T: Real>(arch: &str, model: &Model<T>, s: usize, rope_keep: Option<Vec<bool>>) {
+fn check<T: Real>(arch: &str, model: &Model<T>, s: usize, rope_keep: Option<Vec<Vec<bool>>>) {
     let base = prompt(1);
     let mut changed = base.clone();
     for (i, id) in changed.iter_mut().enumerate().skip(s) {
@@ -153,8 +153,10 @@ fn a_resumed_pass_gives_the_bits_of_the_whole_pass() {
             check(arch, &m64, s, None);
         }
         // With frequencies left unrotated (the ablation's masks), kept by both passes.
-        let mut keep = vec![true; m64.config.n_chunks()];
-        keep[0] = false;
+        let mut keep: Vec<Vec<bool>> = (m64.config.layers.iter())
+            .map(|l| vec![true; l.rope.n_chunks()])
+            .collect();
+        keep[0][0] = false;
         check(arch, &m64, 150, Some(keep));
     }
 }
@@ -186,7 +188,7 @@ fn a_resumed_pass_refuses_what_it_cannot_give() {
     let last = model.config.n_layers - 1;
     assert!(err(&changed, options(0..0, None), Some(last)).contains("residual"));
     assert!(err(&changed[..T - 1], options(0..0, None), None).contains("299 tokens"));
-    let mask = vec![true; model.config.n_chunks()];
+    let mask = vec![vec![true; model.config.n_chunks()]; model.config.n_layers];
     assert!(err(&changed, options(0..0, Some(mask)), None).contains("RoPE mask"));
     // Keys and values kept by another model.
     let other = GgufFile::from_bytes(synth("gemma3").to_bytes()).unwrap();

@@ -779,13 +779,13 @@ fn bad_input_is_rejected_before_any_work() {
     let mut cap = ropescope::capture::NoCapture;
     let opts = ForwardOptions {
         logits_rows: 0..1,
-        rope_keep: Some(vec![true; 3]),
+        rope_keep: Some(vec![vec![true; 3]; m.n_layers]),
     };
     assert!(model
         .forward(&[1, 2], &opts, &mut cap)
         .unwrap_err()
         .to_string()
-        .contains("rope mask"));
+        .contains("RoPE mask has [3, 3] entries per layer"));
 }
 
 /// Rewrites a GGUF file with metadata key `key` replaced (`Some`) or removed (`None`).

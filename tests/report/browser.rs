@@ -235,3 +235,33 @@ fn nope_layers_are_set_against_rope_layers_in_the_rendered_page() {
     );
     assert!(opened.contains("layer 3 is a NoPE layer: nothing rotates"));
 }
+
+/// A model trained with p-RoPE and layers of two shapes as a user sees it (Gemma 4 converted by llama.cpp's
+/// converter: sliding layers of head dimension 16, global layers of 32 whose first 4 of 16 chunks turn): the grid
+/// names the global p-RoPE rows, the band table gives the unrotated (NoPE) share its own column, and a global
+/// head's card draws its figures at its own width and states its unrotated share.
+#[test]
+fn a_p_rope_model_with_layers_of_two_shapes_renders_its_unrotated_share() {
+    let Some(chromium) = chromium() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("scan");
+    let page = ropescope_test_support::inputs::scan_converted("gemma4", &out);
+    let dom = dump_dom(
+        &chromium,
+        &work.path().join("profile"),
+        &file_url(&page, Some("L2H0")),
+    );
+    assert!(dom.contains("<th>L2 global p-RoPE 4/16</th>") && dom.contains("<th>L0</th>"));
+    assert!(dom.contains("<th>unrotated (NoPE)</th>"), "no NoPE column");
+    let opened = card(&dom, "L2H0");
+    for fig in ["chunk_norms", "spectrum", "rank"] {
+        assert!(
+            opened.contains(&format!("<figure id=\"L2H0_{fig}\"><svg")),
+            "{fig} not drawn"
+        );
+    }
+    assert!(
+        opened.contains("unrotated (NoPE)"),
+        "the card states no NoPE share"
+    );
+}

@@ -111,8 +111,75 @@ fn removing_the_fast_rotations_removes_the_slash_and_changes_the_loss() {
         find(Variant::Reversed { p: 0.75 }).rotated_chunks,
         [vec![false; 4], vec![true; 12]].concat()
     );
-    assert_eq!(r.chunk_bands[0], Band::High);
-    assert_eq!(r.chunk_bands[15], Band::Low);
+    assert_eq!(r.chunk_bands[0], Some(Band::High));
+    assert_eq!(r.chunk_bands[15], Some(Band::Low));
+}
+
+/// On a model trained with proportional RoPE (Gemma 4, converted by llama.cpp's converter: sliding layers
+/// rotate their 8 chunks, global layers 4 of 16), every variant counts only the chunks that turn, layer by
+/// layer with each layer's own frequencies, and the chunks the model leaves still stay still.
+#[test]
+fn a_p_rope_model_is_ablated_over_the_chunks_it_rotates() {
+    let file = ropescope::gguf::GgufFile::open(ropescope_test_support::paths::fixture(
+        "converted/gemma4/model.gguf",
+    ))
+    .unwrap();
+    let model = ropescope::model::Model::<f64>::load(&file).unwrap();
+    let texts: Vec<Vec<u32>> = (0..2)
+        .map(|p| (0..24).map(|i| 5 + (7 * i + 13 * p) % 200).collect())
+        .collect();
+    let params = AblationParams {
+        delta_max: 4,
+        ..AblationParams::default()
+    };
+    let r = ablation::run(&model, &texts, &params, &quiet).unwrap();
+    let (sliding, global) = (0, 2);
+    let find = |v: Variant| r.variants.iter().find(|x| x.variant == v).unwrap();
+    let turning = |l: usize| {
+        [vec![true; 4], vec![false; 12]]
+            .concat()
+            .into_iter()
+            .take(l)
+    };
+    // As trained: all 8 sliding chunks turn, the global layer's first 4 of 16.
+    assert_eq!(r.baseline.layer_rotated_chunks[sliding], vec![true; 8]);
+    assert_eq!(
+        r.baseline.layer_rotated_chunks[global],
+        turning(16).collect::<Vec<_>>()
+    );
+    // p = 0.75 keeps 6 of 8 and 3 of 4; reversed 0.75 drops the fastest 2 of 8 and 1 of 4.
+    let p = find(Variant::PRope { p: 0.75 });
+    assert_eq!(
+        p.layer_rotated_chunks[sliding],
+        [vec![true; 6], vec![false; 2]].concat()
+    );
+    assert_eq!(
+        p.layer_rotated_chunks[global],
+        [vec![true; 3], vec![false; 13]].concat()
+    );
+    let rev = find(Variant::Reversed { p: 0.75 });
+    assert_eq!(
+        rev.layer_rotated_chunks[global],
+        [vec![false], vec![true; 3], vec![false; 12]].concat()
+    );
+    // p = 0.75 differs from the model as trained: it is measured, not taken from the baseline.
+    assert_eq!(p.same_rotation_as, None);
+    assert_ne!(p.loss, r.baseline.loss);
+    // The still chunks have no band; each layer's bands come from its own frequencies.
+    assert!(r.layer_chunk_bands[global][4..].iter().all(Option::is_none));
+    assert!(r.layer_chunk_bands[sliding].iter().all(Option::is_some));
+    assert_eq!(r.chunk_bands, r.layer_chunk_bands[global]);
+    let low = find(Variant::BandMasked { band: Band::Low });
+    for (l, layer) in low.layer_rotated_chunks.iter().enumerate() {
+        for (c, &rotates) in layer.iter().enumerate() {
+            let band = r.layer_chunk_bands[l][c];
+            assert_eq!(
+                rotates,
+                band.is_some() && band != Some(Band::Low),
+                "L{l} chunk {c}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The scan: the analyses on heads built by hand into synthetic models (`analysis_*`), streamed scores against
 //! full matrices (`synthetic`), the `scan` command and its outputs (`cli`, `outputs`), sharded scans and their
-//! merge (`shard`), and sharded scans as researchers run them with GNU parallel and Slurm (`cluster`).
+//! merge (`shard`), and sharded scans as researchers run them with GNU parallel and Slurm (`cluster`); today's
+//! attention designs on converter-made files (`designs`, `nope_layers`).
 //!
 //! One test binary, one module per former test file; helpers come from `ropescope_test_support`.
 
@@ -10,6 +11,7 @@ mod analysis_detectors;
 mod analysis_posym;
 mod cli;
 mod cluster;
+mod designs;
 mod nope_layers;
 mod outputs;
 mod shard;

@@ -10,8 +10,13 @@ use std::path::{Path, PathBuf};
 
 /// A synthetic model, and four `.npy` prompts of different lengths.
 fn setup(dir: &Path, model: SyntheticModel) -> (PathBuf, Vec<String>) {
+    setup_file(dir, &model.to_bytes())
+}
+
+/// The model file of `bytes`, and four `.npy` prompts of different lengths.
+fn setup_file(dir: &Path, bytes: &[u8]) -> (PathBuf, Vec<String>) {
     let path = dir.join("model.gguf");
-    std::fs::write(&path, model.to_bytes()).unwrap();
+    std::fs::write(&path, bytes).unwrap();
     let prompts = [40_i64, 33, 47, 36]
         .iter()
         .enumerate()
@@ -65,10 +70,10 @@ fn merge(shards: &[PathBuf], out: &Path) -> std::process::Output {
     ropescope(&args)
 }
 
-/// The one-run and merged directories of the same scan of `model`, checked equal.
-fn four_shards_equal_one_run(model: SyntheticModel) {
+/// The one-run and merged directories of the same scan of the model file of `bytes`, checked equal.
+fn four_shards_equal_one_run(bytes: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
-    let (path, prompts) = setup(dir.path(), model);
+    let (path, prompts) = setup_file(dir.path(), bytes);
     let one = dir.path().join("one");
     ok(&scan_args(&path, &prompts, &one, &[]));
     let parts = shards(dir.path(), &path, &prompts, &[]);
@@ -96,7 +101,7 @@ fn four_shards_equal_one_run(model: SyntheticModel) {
 
 #[test]
 fn four_merged_shards_equal_one_run_llama() {
-    four_shards_equal_one_run(SyntheticModel::new("llama"));
+    four_shards_equal_one_run(&SyntheticModel::new("llama").to_bytes());
 }
 
 #[test]
@@ -104,7 +109,22 @@ fn four_merged_shards_equal_one_run_gemma3_local_and_global_layers() {
     let mut m = SyntheticModel::new("gemma3");
     m.n_layers = 3;
     m.sliding_window = Some(16);
-    four_shards_equal_one_run(m);
+    four_shards_equal_one_run(&m.to_bytes());
+}
+
+/// Layers of two shapes (Gemma 4's sliding and global layers, 2 and 1 key/value heads, heads of 16 and 32
+/// dimensions): the shards pad each head's sums to the widest layer's and the merge cuts them back.
+#[test]
+fn four_merged_shards_equal_one_run_gemma4_layers_of_two_shapes() {
+    let file = ropescope_test_support::paths::fixture("converted/gemma4-31b/model.gguf");
+    four_shards_equal_one_run(&std::fs::read(file).unwrap());
+}
+
+/// Learned sinks (GPT-OSS): each prompt's sink mass travels through the shards.
+#[test]
+fn four_merged_shards_equal_one_run_gpt_oss_sinks() {
+    let file = ropescope_test_support::paths::fixture("converted/gpt-oss/model.gguf");
+    four_shards_equal_one_run(&std::fs::read(file).unwrap());
 }
 
 /// The error of a merge that must fail: its exit code is non-zero, and its stderr is returned.

@@ -221,6 +221,7 @@ fn bands(sh: &Shape, values: &[f64]) -> Bands {
         low: share(&|g| g < 0.01),
         medium: share(&|g| (0.01..0.1).contains(&g)),
         high: share(&|g| g >= 0.1),
+        nope: None,
     }
 }
 
@@ -524,6 +525,7 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
                     random_best_delta: Some(rbest),
                     sink: sink[0][i],
                     random_sink: Some(sink[1][i]),
+                    learned_sink: None,
                     slash_dominant: sl(0)[best] >= sh.kappa,
                     random_slash_dominant: Some(sl(1)[best] >= sh.kappa),
                 }),
@@ -645,10 +647,14 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             n_kv_heads: sh.heads,
             head_dim: sh.d,
             value_dim: sh.d,
+            kv_heads: Vec::new(),
+            head_dims: Vec::new(),
+            value_dims: Vec::new(),
             n_chunks: sh.c,
             rotated_chunks: Vec::new(),
             rope_bases: vec![10000.0; sh.layers],
             windows: vec![None; sh.layers],
+            chunks: Vec::new(),
             context_length: 2048,
             vocab_size: 1000,
         },
