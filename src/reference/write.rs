@@ -52,6 +52,19 @@ pub fn to_half_split<T: Copy>(v: &[T], spec: &RopeSpec) -> Vec<T> {
     out
 }
 
+/// The coordinates of a head that RoPE turns, in the half-split order [`to_half_split`] writes: `l` and `l + C`
+/// for every chunk `l` of nonzero frequency (`C` the layer's chunks). Every other coordinate (a partial rotation's
+/// tail, p-RoPE's still chunks, all of a NoPE layer's) passes through RoPE unchanged.
+pub fn rotated_dims(spec: &RopeSpec) -> Vec<usize> {
+    let c = spec.n_chunks();
+    let mut dims: Vec<usize> = (0..c)
+        .filter(|&l| spec.rotates(l))
+        .flat_map(|l| [l, l + c])
+        .collect();
+    dims.sort_unstable();
+    dims
+}
+
 /// Memory the captured results of `req` take over `t` tokens: per captured layer and head the probabilities and
 /// logits of the rows (and their sink masses), q and k before and after RoPE, the values and the head output, per
 /// captured layer the residual stream, and the logits of the rows, plus one layer's arrays again while they are
@@ -256,6 +269,9 @@ pub fn write_reference<T: Real + npy::NpyElement>(
         "layers": req.layers,
         "n_tokens": t,
         "coordinate_order": "half-split",
+        "rotated_dims": (req.layers.iter())
+            .map(|&l| rotated_dims(&c.layers[l].rope.spec(t)))
+            .collect::<Vec<_>>(),
         "shapes": shapes,
         "command": req.command,
         "complete": true,

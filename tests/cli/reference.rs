@@ -83,3 +83,61 @@ fn text_inline_and_from_a_file_give_the_same_reference() {
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("--ids, --text TEXT or --file PATH"));
 }
+
+/// `meta.json`'s `rotated_dims` name the coordinates RoPE turns, layer by layer: on files written by llama.cpp's
+/// converter, HF transformers' own float64 q equals its q before RoPE on every other coordinate, exactly, and
+/// differs on the named ones past position 0 (GPT-NeoX's 25% partial rotation, Gemma 4's global layers with 4 of
+/// 16 chunks turning, DeepSeek's latent heads, whose rotated part ropescope writes first, SmolLM3's NoPE layers).
+#[test]
+fn rotated_dims_split_each_head_as_hf_rotates_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (variant, hf_order) in [
+        ("gptneox", false),
+        ("gemma4", false),
+        ("smollm3", false),
+        ("deepseek2", true),
+    ] {
+        let fixture = paths::fixture(&format!("converted/{variant}"));
+        let out = dir.path().join(variant);
+        let ids = fixture.join("main/ids.npy");
+        let r = Command::new(env!("CARGO_BIN_EXE_ropescope"))
+            .arg("reference")
+            .arg(fixture.join("model.gguf"))
+            .args(["--ids", ids.to_str().unwrap(), "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let m = meta(&out);
+        let layers = m["layers"].as_array().unwrap();
+        for (i, l) in layers.iter().enumerate() {
+            let dims: Vec<usize> = (m["rotated_dims"][i].as_array().unwrap().iter())
+                .map(|v| v.as_u64().unwrap() as usize)
+                .collect();
+            let read = |name: &str| {
+                let file = fixture.join(format!("main/{name}_L{l}.npy"));
+                ropescope::io::npy::Array::read(&file).unwrap()
+            };
+            let (q, q_pre) = (read("q"), read("q_pre"));
+            let (d, t) = (q.shape[2], q.shape[1]);
+            let (q, q_pre) = (q.to_f64(), q_pre.to_f64());
+            let r = dims.len();
+            // HF's DeepSeek heads are [unrotated | rotated]; ropescope writes the rotated part first.
+            let hf = |k: usize| match (hf_order, k < r) {
+                (false, _) => k,
+                (true, true) => d - r + k,
+                (true, false) => k - r,
+            };
+            for k in 0..d {
+                let rows = || (0..q.len() / d).filter(|row| row % t > 0);
+                let moved = rows().any(|row| q[row * d + hf(k)] != q_pre[row * d + hf(k)]);
+                assert_eq!(
+                    moved,
+                    dims.contains(&k),
+                    "{variant} L{l}: coordinate {k} (HF's {}) moved: {moved}",
+                    hf(k)
+                );
+            }
+        }
+    }
+}
