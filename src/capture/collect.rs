@@ -40,6 +40,8 @@ pub struct CollectSink<T> {
     pub records: Vec<HeadRecord<T>>,
     /// `(layer, [T, n_embd] residual stream after it)` for every captured layer, in layer order.
     pub residuals: Vec<(usize, Vec<T>)>,
+    /// `(layer, [T, kv_lora_rank] normed latent)` for every captured latent-attention layer, in layer order.
+    pub latents: Vec<(usize, Vec<T>)>,
 }
 
 impl<T: Real> CollectSink<T> {
@@ -50,6 +52,7 @@ impl<T: Real> CollectSink<T> {
             rows,
             records: Vec::new(),
             residuals: Vec::new(),
+            latents: Vec::new(),
         }
     }
 
@@ -65,6 +68,14 @@ impl<T: Real> CollectSink<T> {
     /// The residual stream `[T, n_embd]` after `layer`, if captured.
     pub fn residual_of(&self, layer: usize) -> Option<&[T]> {
         self.residuals
+            .iter()
+            .find(|(l, _)| *l == layer)
+            .map(|(_, x)| x.as_slice())
+    }
+
+    /// The normed key/value latent of latent-attention layer `layer`, if captured.
+    pub fn latent_of(&self, layer: usize) -> Option<&[T]> {
+        self.latents
             .iter()
             .find(|(l, _)| *l == layer)
             .map(|(_, x)| x.as_slice())
@@ -118,6 +129,7 @@ impl<T: Real> Capture<T> for CollectSink<T> {
             full_rows: on,
             output: on,
             residual: on,
+            latent: on,
         }
     }
 
@@ -142,5 +154,9 @@ impl<T: Real> Capture<T> for CollectSink<T> {
 
     fn residual(&mut self, layer: usize, stream: &[T]) {
         self.residuals.push((layer, stream.to_vec()));
+    }
+
+    fn latent(&mut self, layer: usize, latent: &[T]) {
+        self.latents.push((layer, latent.to_vec()));
     }
 }

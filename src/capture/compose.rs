@@ -52,6 +52,7 @@ impl<T: Real, A: Capture<T>, B: Capture<T>> Capture<T> for (A, B) {
             full_rows: a.full_rows || b.full_rows,
             output: a.output || b.output,
             residual: a.residual || b.residual,
+            latent: a.latent || b.latent,
         }
     }
 
@@ -78,6 +79,15 @@ impl<T: Real, A: Capture<T>, B: Capture<T>> Capture<T> for (A, B) {
         }
         if self.1.plan(layer).residual {
             self.1.residual(layer, stream);
+        }
+    }
+
+    fn latent(&mut self, layer: usize, latent: &[T]) {
+        if self.0.plan(layer).latent {
+            self.0.latent(layer, latent);
+        }
+        if self.1.plan(layer).latent {
+            self.1.latent(layer, latent);
         }
     }
 }
@@ -115,6 +125,7 @@ mod tests {
                 full_rows: false,
                 output: false,
                 residual: false,
+                latent: false,
             }
         }
         fn begin_head(&self, _: &HeadInfo) -> CounterHead {

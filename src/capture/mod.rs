@@ -34,6 +34,8 @@ pub struct LayerPlan {
     pub output: bool,
     /// Call [`Capture::residual`] with the residual stream after the layer (no head is opened for it).
     pub residual: bool,
+    /// Call [`Capture::latent`] with the layer's normed key/value latent, where it has latent attention.
+    pub latent: bool,
 }
 
 impl LayerPlan {
@@ -209,6 +211,10 @@ pub trait Capture<T: Real>: Sync {
     /// The residual stream `[T, n_embd]` (row-major) after `layer`, its attention and feed-forward blocks added
     /// (only when the plan asks for it).
     fn residual(&mut self, _layer: usize, _stream: &[T]) {}
+    /// The normed key/value latent `[rows, kv_lora_rank]` (row-major) of a latent-attention layer (DeepSeek's
+    /// MLA), of the positions the pass computes (all of them but in a pass resumed from a prefix), from which
+    /// every head's unrotated key part and values are decompressed (only when the plan asks for it).
+    fn latent(&mut self, _layer: usize, _latent: &[T]) {}
 }
 
 /// Captures nothing: the plain forward pass.

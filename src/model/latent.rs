@@ -8,16 +8,17 @@ use crate::numeric::Real;
 use crate::profile::{time, Step};
 
 impl<T: Real> Model<T> {
-    /// Multi-head latent attention's keys (before RoPE) and values of `rows` normed rows `h`, every head's:
-    /// the latent (normed) and the shared key part from `kv_a`, each head's unrotated key part and values
-    /// decompressed from the latent, in f64 sums rounded once; keys laid out `[shared rope part | head's nope]`.
+    /// Multi-head latent attention's keys (before RoPE), values and normed latent (`[rows, kv_lora_rank]`) of
+    /// `rows` normed rows `h`, every head's: the latent (normed) and the shared key part from `kv_a`, each head's
+    /// unrotated key part and values decompressed from the latent, in f64 sums rounded once; keys laid out
+    /// `[shared rope part | head's nope]`.
     pub(super) fn latent_keys_and_values(
         &self,
         m: &MlaWeights<T>,
         lc: &LayerConfig,
         h: &[T],
         rows: usize,
-    ) -> (Vec<T>, Vec<T>) {
+    ) -> (Vec<T>, Vec<T>, Vec<T>) {
         let c = &self.config;
         let (hd, vd, r) = (lc.head_dim(), lc.value_dim, lc.rope.rot_dim);
         let (nope, rank) = (hd - r, m.kv_a_norm.len());
@@ -51,7 +52,7 @@ impl<T: Real> Model<T> {
                 v[(i * c.n_heads + head) * vd..][..vd].copy_from_slice(x);
             }
         }
-        (k, v)
+        (k, v, latent)
     }
 }
 

@@ -45,6 +45,14 @@ pub struct Model<T> {
     weights: Weights<T>,
 }
 
+/// A layer's own keys after and before RoPE, values, and (under latent attention) normed latent.
+struct OwnKv<T> {
+    k: Vec<T>,
+    k_pre: Vec<T>,
+    v: Vec<T>,
+    latent: Vec<T>,
+}
+
 /// Options of one forward pass.
 #[derive(Clone, Debug, Default)]
 pub struct ForwardOptions {
@@ -364,7 +372,12 @@ impl<T: Real> Model<T> {
             None => {
                 let with_pre = plan.vectors || resume.keep;
                 let span = (start, rows);
-                self.own_keys_and_values(w, lc, &h, span, table, opts, resume, with_pre)?
+                let own =
+                    self.own_keys_and_values(w, lc, &h, span, table, opts, resume, with_pre)?;
+                if plan.latent && !own.latent.is_empty() {
+                    capture.latent(l, &own.latent);
+                }
+                (own.k, own.k_pre, own.v)
             }
         };
         let kept = resume.keep.then(|| LayerKv {
@@ -488,7 +501,8 @@ impl<T: Real> Model<T> {
     /// `start`, over the whole sequence (the reused positions' from the prefix in a resumed pass): projected (the
     /// values from the keys' projection where the layer has no value projection; decompressed from the latent
     /// under latent attention), normed (QK-norm, the values' gainless norm) and the keys rotated. The keys before
-    /// RoPE are kept only when `with_pre` (empty otherwise).
+    /// RoPE are kept only when `with_pre` (empty otherwise); the latent of the computed positions only under
+    /// latent attention.
     #[allow(clippy::too_many_arguments)]
     fn own_keys_and_values(
         &self,
@@ -500,10 +514,10 @@ impl<T: Real> Model<T> {
         opts: &ForwardOptions,
         resume: Resume<'_, T>,
         with_pre: bool,
-    ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
+    ) -> Result<OwnKv<T>> {
         let c = &self.config;
         let (hd, vd) = (lc.head_dim(), lc.value_dim);
-        let (mut k, mut v) = match &w.mla {
+        let (mut k, mut v, latent) = match &w.mla {
             Some(m) => self.latent_keys_and_values(m, lc, h, rows),
             None => {
                 let wk =
@@ -525,7 +539,7 @@ impl<T: Real> Model<T> {
                         ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.norm_eps);
                     }
                 });
-                (k, v)
+                (k, v, Vec::new())
             }
         };
         let (kw, vw) = (k.len() / rows.max(1), v.len() / rows.max(1));
@@ -548,7 +562,12 @@ impl<T: Real> Model<T> {
                 k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
             }
         }
-        Ok((k, k_pre, v))
+        Ok(OwnKv {
+            k,
+            k_pre,
+            v,
+            latent,
+        })
     }
 
     /// The per-layer inputs of `ids` (Gemma 4's PLE), `[rows, n_layers · P]`: each layer's slice of the projected

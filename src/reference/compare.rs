@@ -27,7 +27,7 @@ pub fn kind_of(file: &str) -> &str {
     }
 }
 
-/// Default NMSE bound of logits, attention logits, q, k, v, head outputs and the residual stream: the f32
+/// Default NMSE bound of logits, attention logits, q, k, v, MLA's latent, head outputs and the residual stream: the f32
 /// engine's bar against an f64 reference in the fidelity tests.
 pub const DEFAULT_VECTOR_NMSE: f64 = 1e-10;
 
@@ -36,8 +36,17 @@ pub const DEFAULT_VECTOR_NMSE: f64 = 1e-10;
 pub const DEFAULT_ATTN_MAX_ABS: f64 = 1e-5;
 
 /// The quantities held to [`DEFAULT_VECTOR_NMSE`] by default.
-const NMSE_KINDS: [&str; 9] = [
-    "logits", "scores", "q_pre", "k_pre", "q", "k", "v", "out", "hidden",
+const NMSE_KINDS: [&str; 10] = [
+    "logits",
+    "scores",
+    "q_pre",
+    "k_pre",
+    "q",
+    "k",
+    "v",
+    "kv_latent",
+    "out",
+    "hidden",
 ];
 
 impl Tolerance {

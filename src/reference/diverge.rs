@@ -7,10 +7,10 @@
 //! max-abs of [`errors`] overall and per head; the first tensor over its [`Tolerance`] is the divergence.
 
 use crate::error::{Error, Result};
-use crate::reference::compare::{errors, kind_of, Tolerance};
 use crate::io::npy::Array;
-use crate::reference::write::{compute_reference, ReferenceArray, ReferenceRequest, LAYER_KINDS};
 use crate::model::Model;
+use crate::reference::compare::{errors, kind_of, Tolerance};
+use crate::reference::write::{compute_reference, ReferenceArray, ReferenceRequest, LAYER_KINDS};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -191,8 +191,10 @@ pub(crate) fn compare_tensor(
 ) -> Result<TensorDivergence> {
     let shape = &ours.shape;
     if &dump.shape != shape {
-        return Err(Error::bad_data(dir.join(file), format!("shape {:?}, expected {shape:?}", dump.shape
-        )));
+        return Err(Error::bad_data(
+            dir.join(file),
+            format!("shape {:?}, expected {shape:?}", dump.shape),
+        ));
     }
     let (a, b) = (dump.to_f64(), &ours.data);
     let (nmse, max_abs, max_ref) = errors(&a, b);
@@ -313,7 +315,10 @@ pub fn diverge(
     }
     let n_layers = model.config.n_layers;
     if let Some(((l, _), file)) = listing.tensors.iter().find(|((l, _), _)| *l >= n_layers) {
-        return Err(Error::bad_data(dir.join(file), format!("layer {l} does not exist (the model has {n_layers})")));
+        return Err(Error::bad_data(
+            dir.join(file),
+            format!("layer {l} does not exist (the model has {n_layers})"),
+        ));
     }
     if listing.ids {
         let path = dir.join("ids.npy");
@@ -378,7 +383,11 @@ pub fn diverge(
     }
     for &l in &layers {
         for kind in LAYER_KINDS {
-            let written = kind != "sink" || model.config.sinks;
+            let written = match kind {
+                "sink" => model.config.sinks,
+                "kv_latent" => model.config.mla.is_some(),
+                _ => true,
+            };
             if written && !listing.tensors.contains_key(&(l, kind)) {
                 missing.push(format!("{kind}_L{l}.npy"));
             }
@@ -403,8 +412,8 @@ pub fn diverge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::compare::default_tolerances;
     use crate::io::npy;
+    use crate::reference::compare::default_tolerances;
 
     fn ours(name: &str, shape: &[usize], data: Vec<f64>) -> ReferenceArray<f64> {
         ReferenceArray {
@@ -445,7 +454,19 @@ mod tests {
         // Projections, then RoPE, then attention, then the head outputs and the residual stream.
         assert_eq!(
             LAYER_KINDS,
-            ["q_pre", "k_pre", "v", "q", "k", "scores", "attn", "sink", "out", "hidden"]
+            [
+                "q_pre",
+                "k_pre",
+                "v",
+                "kv_latent",
+                "q",
+                "k",
+                "scores",
+                "attn",
+                "sink",
+                "out",
+                "hidden"
+            ]
         );
     }
 
@@ -608,7 +629,10 @@ mod tests {
                 .contains("not [A, B] with A < B ≤ 7"));
         }
         std::fs::write(&meta, "{").unwrap();
-        assert!(matches!(dump_rows(dir.path(), 7), Err(Error::BadData { .. })));
+        assert!(matches!(
+            dump_rows(dir.path(), 7),
+            Err(Error::BadData { .. })
+        ));
     }
 
     /// A synthetic llama model and the ids it runs on.

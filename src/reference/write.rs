@@ -96,8 +96,18 @@ fn capture_bytes<T: Real>(model: &Model<T>, t: usize, req: &ReferenceRequest) ->
 /// the softmax `[heads, rows, 1]` (each row's probabilities over the keys sum to one minus it; absent in other
 /// models), head outputs `[heads, T, d_v]`, and the residual stream after the layer `[T, n_embd]`. A layer's
 /// file is `{kind}_L{layer}.npy`.
-pub const LAYER_KINDS: [&str; 10] = [
-    "q_pre", "k_pre", "v", "q", "k", "scores", "attn", "sink", "out", "hidden",
+pub const LAYER_KINDS: [&str; 11] = [
+    "q_pre",
+    "k_pre",
+    "v",
+    "kv_latent",
+    "q",
+    "k",
+    "scores",
+    "attn",
+    "sink",
+    "out",
+    "hidden",
 ];
 
 /// One array of a reference: its file stem (`attn_L5`, `logits`), shape and values (row-major).
@@ -160,6 +170,7 @@ pub fn compute_reference<T: Real>(
     let layer_kinds: Vec<&str> = LAYER_KINDS
         .into_iter()
         .filter(|k| kinds.contains(k) && (*k != "sink" || c.sinks))
+        .filter(|k| *k != "kv_latent" || c.mla.is_some())
         .collect();
     let captured = if layer_kinds.is_empty() {
         Vec::new()
@@ -215,6 +226,10 @@ pub fn compute_reference<T: Real>(
                 "attn" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.probs)),
                 "scores" => (vec![c.n_heads, r, t], as_is(&heads, |h| &h.logits)),
                 "sink" => (vec![c.n_heads, r, 1], as_is(&heads, |h| &h.sink_mass)),
+                "kv_latent" => {
+                    let latent = sink.latent_of(l).unwrap_or_default();
+                    (vec![t, latent.len() / t.max(1)], latent.to_vec())
+                }
                 "q_pre" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q_pre)),
                 "q" => (vec![c.n_heads, t, d], half_split(&heads, |h| &h.q)),
                 "k_pre" => (vec![kvh, t, d], half_split(&kv_heads, |h| &h.k_pre)),

@@ -738,6 +738,7 @@ impl Capture<f64> for Checker {
             full_rows: false,
             output: true,
             residual: false,
+            latent: false,
         }
     }
     fn begin_head(&self, _info: &HeadInfo) -> CheckHead {

@@ -89,7 +89,7 @@ pub fn tolerances<T: Real>(max_logit: f64, f32: F32Bars) -> BTreeMap<String, Tol
             max_abs: Some(0.0),
         },
     );
-    for k in ["scores", "q_pre", "k_pre", "q", "k"] {
+    for k in ["scores", "q_pre", "k_pre", "q", "k", "kv_latent"] {
         t.insert(k.to_string(), other);
     }
     t
