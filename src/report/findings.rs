@@ -283,12 +283,65 @@ pub fn detector_tops(data: &ScanData) -> Option<Vec<(&'static str, RankedHeads)>
     )
 }
 
-/// The papers' measures over the heads of one group of layers: the RoPE layers or the NoPE layers of a model
-/// that has both (the NoPE layers are the control: no rotation, so no RoPE mechanism).
+/// How much of its heads a layer rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// Every coordinate.
+    Full,
+    /// Some coordinates never rotate: a partial rotation's tail, or p-RoPE's chunks of frequency 0.
+    Partial,
+    /// None (a NoPE layer).
+    None,
+}
+
+impl Rotation {
+    /// The group's name in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rotation::Full => "RoPE",
+            Rotation::Partial => "partial RoPE",
+            Rotation::None => "NoPE",
+        }
+    }
+
+    /// The group's `data-group` key in the report.
+    pub fn key(self) -> &'static str {
+        match self {
+            Rotation::Full => "rope",
+            Rotation::Partial => "partial",
+            Rotation::None => "nope",
+        }
+    }
+}
+
+/// How many of layer `l`'s chunks the model leaves still (frequency 0: p-RoPE, Gemma 4's proportional RoPE); 0
+/// on a NoPE layer, which has no chunk, and without `chunk_frequency.npy`.
+pub fn still_chunks(data: &ScanData, l: usize) -> usize {
+    let chunks = data.meta.model.chunks_of(l);
+    (data.chunk_frequency.as_ref())
+        .and_then(|t| t.at(&[l]))
+        .map_or(0, |f| f.iter().take(chunks).filter(|&&g| g == 0.0).count())
+}
+
+/// How much of its heads layer `l` rotates.
+pub fn rotation(data: &ScanData, l: usize) -> Rotation {
+    let model = &data.meta.model;
+    if model.is_nope(l) {
+        Rotation::None
+    } else if still_chunks(data, l) > 0 || 2 * model.chunks_of(l) < model.head_dim_of(l) {
+        Rotation::Partial
+    } else {
+        Rotation::Full
+    }
+}
+
+/// The papers' measures over the heads of one group of layers of a model whose layers rotate differently: its
+/// RoPE layers, its partially rotating layers (p-RoPE) and its NoPE layers (the control: no rotation, so no RoPE
+/// mechanism).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PositionGroup {
-    /// Whether the group's layers rotate (`false`: the NoPE layers).
-    pub rotates: bool,
+    /// How much the group's layers rotate.
+    pub rotation: Rotation,
     /// The group's layers.
     pub layers: Vec<usize>,
     /// Its heads.
@@ -303,6 +356,8 @@ pub struct PositionGroup {
     pub mean_sink: Option<f64>,
     /// Mean `s_pos` and `s_sym` (`posym`).
     pub mean_posym: Option<(f64, f64)>,
+    /// Mean rank-one share `σ1²/Σσ²` of the pre-RoPE queries and of the keys (`rank`).
+    pub mean_rank_one: Option<(f64, f64)>,
     /// Heads per label, in label order.
     pub labels: Vec<(String, usize)>,
 }
@@ -313,15 +368,20 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-/// The RoPE layers' group and the NoPE layers' group; `None` when every layer rotates.
-pub fn position_groups(data: &ScanData) -> Option<[PositionGroup; 2]> {
+/// One group per kind of rotation the model's layers have, in the order RoPE, partial, NoPE; `None` when every
+/// layer rotates alike.
+pub fn position_groups(data: &ScanData) -> Option<Vec<PositionGroup>> {
     let model = &data.meta.model;
-    if !model.has_nope_layers() {
+    let kinds: Vec<Rotation> = [Rotation::Full, Rotation::Partial, Rotation::None]
+        .into_iter()
+        .filter(|&r| (0..model.n_layers).any(|l| rotation(data, l) == r))
+        .collect();
+    if kinds.len() < 2 {
         return None;
     }
-    let group = |rotates: bool| {
+    let group = |kind: Rotation| {
         let layers: Vec<usize> = (0..model.n_layers)
-            .filter(|&l| model.is_nope(l) != rotates)
+            .filter(|&l| rotation(data, l) == kind)
             .collect();
         let heads: Vec<&HeadSummary> = data
             .summary
@@ -352,8 +412,11 @@ pub fn position_groups(data: &ScanData) -> Option<[PositionGroup; 2]> {
         let slash = || heads.iter().filter_map(|h| h.slash.as_ref());
         let pos = mean(heads.iter().filter_map(|h| field(&h.posym, "s_pos")));
         let sym = mean(heads.iter().filter_map(|h| field(&h.posym, "s_sym")));
+        let rank = || heads.iter().filter_map(|h| h.rank.as_ref());
         PositionGroup {
-            rotates,
+            rotation: kind,
+            mean_rank_one: mean(rank().map(|r| r.q_rank_one_share))
+                .zip(mean(rank().map(|r| r.k_rank_one_share))),
             heads: heads.len(),
             sdh_natural: sets.map(|s| distinct(&s.natural)),
             sdh_random: sets.filter(|_| random_ran).map(|s| distinct(&s.random)),
@@ -364,5 +427,5 @@ pub fn position_groups(data: &ScanData) -> Option<[PositionGroup; 2]> {
             layers,
         }
     };
-    Some([group(true), group(false)])
+    Some(kinds.into_iter().map(group).collect())
 }

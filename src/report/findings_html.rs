@@ -47,17 +47,35 @@ fn rope_and_nope(out: &mut String, data: &ScanData) {
     let Some(groups) = findings::position_groups(data) else {
         return;
     };
+    let has = |r: findings::Rotation| groups.iter().any(|g| g.rotation == r);
+    let title = match has(findings::Rotation::None) {
+        true => "RoPE layers against NoPE layers",
+        false => "Fully and partially rotating layers",
+    };
+    let _ = write!(out, "<h3 id=\"f-nope\">{title}</h3><p>");
+    if has(findings::Rotation::None) {
+        out.push_str(
+            "This model has layers that rotate nothing (NoPE): their queries and keys carry no position, so any \
+             positional pattern they show is not RoPE's. They are the control group for the RoPE layers. \
+             Frequency bands and the Fourier decomposition do not apply to them (null in \
+             <code>summary.json</code>). ",
+        );
+    }
+    if has(findings::Rotation::Partial) {
+        out.push_str(
+            "Partially rotating layers (p-RoPE: some chunks of frequency 0; or a rotated fraction of each head) \
+             leave part of every query and key without position: their unrotated (NoPE) share is under \
+             <a href=\"#f-bands\">band dominance</a>. Where layers also differ in window or head size (Gemma 4's \
+             global layers), the groups differ in that too. ",
+        );
+    }
     out.push_str(
-        "<h3 id=\"f-nope\">RoPE layers against NoPE layers</h3><p>This model has layers that rotate nothing \
-         (NoPE): their queries and keys carry no position, so any positional pattern they show is not RoPE's. \
-         They are the control group for the RoPE layers. Frequency bands and the Fourier decomposition do not \
-         apply to them (null in <code>summary.json</code>).</p>\
-         <table id=\"rope-nope\"><tr><th>group</th><th>layers</th><th>heads</th><th>slash-dominant heads \
+        "</p><table id=\"rope-nope\"><tr><th>group</th><th>layers</th><th>heads</th><th>slash-dominant heads \
          (natural / random)</th><th>mean best slash score</th><th>mean sink</th><th>mean s_pos / s_sym</th>\
-         <th>labels</th></tr>",
+         <th>mean rank-one share q / k</th><th>labels</th></tr>",
     );
     for g in &groups {
-        let name = if g.rotates { "RoPE" } else { "NoPE" };
+        let name = g.rotation.name();
         let layers: Vec<String> = g.layers.iter().map(|l| l.to_string()).collect();
         let labels: Vec<String> = g
             .labels
@@ -71,14 +89,16 @@ fn rope_and_nope(out: &mut String, data: &ScanData) {
         let _ = write!(
             out,
             "<tr data-group=\"{}\"><td>{name}</td><td>{}</td><td>{}</td><td class=\"sdh\">{}</td>\
-             <td class=\"slash\">{}</td><td class=\"sink\">{}</td><td class=\"posym\">{}</td><td>{}</td></tr>",
-            name.to_lowercase(),
+             <td class=\"slash\">{}</td><td class=\"sink\">{}</td><td class=\"posym\">{}</td>\
+             <td class=\"rank\">{}</td><td>{}</td></tr>",
+            g.rotation.key(),
             layers.join(", "),
             g.heads,
             or_not_run(sdh),
             or_not_run(g.mean_best_slash.map(|v| format!("{v:.3}"))),
             or_not_run(g.mean_sink.map(|v| format!("{v:.3}"))),
             or_not_run(g.mean_posym.map(|(p, s)| format!("{p:.3} / {s:.3}"))),
+            or_not_run(g.mean_rank_one.map(|(q, k)| format!("{q:.3} / {k:.3}"))),
             labels.join(", ")
         );
     }

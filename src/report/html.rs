@@ -11,6 +11,7 @@
 use super::catalog::{self, FigureSpec, MapView};
 use super::data::ScanData;
 use super::figures::label_colour;
+use super::findings;
 use super::svg::{escape, tick_label};
 use crate::scan::external::{HEAD_SET_RULE_FIELD, IN_HEAD_SET_FIELD};
 use crate::scan::format::{HeadSummary, SlashHead};
@@ -197,15 +198,6 @@ fn abbreviation(label: &str) -> String {
 }
 
 /// The layer × head grid coloured by label, each cell a link to the head's section, and its legend.
-/// How many of layer `l`'s chunks the model leaves still (frequency 0: p-RoPE, Gemma 4's proportional RoPE); 0
-/// on a NoPE layer, which has no chunk, and without `chunk_frequency.npy`.
-fn still_chunks(data: &ScanData, l: usize) -> usize {
-    let chunks = data.meta.model.chunks_of(l);
-    (data.chunk_frequency.as_ref())
-        .and_then(|t| t.at(&[l]))
-        .map_or(0, |f| f.iter().take(chunks).filter(|&&g| g == 0.0).count())
-}
-
 fn grid(out: &mut String, data: &ScanData) {
     let (layers, heads) = (data.meta.model.n_layers, data.meta.model.n_heads);
     out.push_str("<h2 id=\"labels\">Head labels</h2><table id=\"grid\"><tr><th></th>");
@@ -222,7 +214,7 @@ fn grid(out: &mut String, data: &ScanData) {
             (false, Some(None)) if model.windows.iter().any(Option::is_some) => " global",
             _ => "",
         };
-        let p_rope = match still_chunks(data, l) {
+        let p_rope = match findings::still_chunks(data, l) {
             0 => String::new(),
             n => {
                 let all = model.chunks_of(l);

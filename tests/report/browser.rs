@@ -238,8 +238,9 @@ fn nope_layers_are_set_against_rope_layers_in_the_rendered_page() {
 
 /// A model trained with p-RoPE and layers of two shapes as a user sees it (Gemma 4 converted by llama.cpp's
 /// converter: sliding layers of head dimension 16, global layers of 32 whose first 4 of 16 chunks turn): the grid
-/// names the global p-RoPE rows, the band table gives the unrotated (NoPE) share its own column, and a global
-/// head's card draws its figures at its own width and states its unrotated share.
+/// names the global p-RoPE rows, the findings set them against the fully rotating layers, the band table gives
+/// the unrotated (NoPE) share its own column, and a global head's card draws its figures at its own width and
+/// states its unrotated share.
 #[test]
 fn a_p_rope_model_with_layers_of_two_shapes_renders_its_unrotated_share() {
     let Some(chromium) = chromium() else { return };
@@ -253,6 +254,9 @@ fn a_p_rope_model_with_layers_of_two_shapes_renders_its_unrotated_share() {
     );
     assert!(dom.contains("<th>L2 global p-RoPE 4/16</th>") && dom.contains("<th>L0</th>"));
     assert!(dom.contains("<th>unrotated (NoPE)</th>"), "no NoPE column");
+    // The findings set the fully rotating sliding layers against the partially rotating global ones.
+    assert!(dom.contains("<tr data-group=\"rope\"><td>RoPE</td><td>0, 1, 3, 4</td>"));
+    assert!(dom.contains("<tr data-group=\"partial\"><td>partial RoPE</td><td>2, 5</td>"));
     let opened = card(&dom, "L2H0");
     for fig in ["chunk_norms", "spectrum", "rank"] {
         assert!(
