@@ -16,7 +16,7 @@ use std::time::Instant;
 pub struct Args {
     /// A GGUF file whose header is copied (it may be cut inside its tensor data), or a built-in shape:
     /// llama-3.1-8b, qwen2.5-7b, gemma-7b, gemma-2-2b, gemma-3-4b, smollm3-3b, olmo-2-7b, pythia-1.4b,
-    /// qwen3-30b-a3b, smollm2-135m, gemma-3-270m.
+    /// qwen3-30b-a3b, smollm2-135m, gemma-3-270m, gpt-oss-20b, deepseek-v2-lite, gemma-4-e2b.
     #[arg(long)]
     like: String,
     /// Storage type of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K), or `keep` to

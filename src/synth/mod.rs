@@ -13,7 +13,7 @@ internal_mod! {
     shapes;
 }
 
-pub use tiny::{SyntheticExperts, SyntheticModel};
+pub use tiny::{SyntheticExperts, SyntheticGemma4, SyntheticMla, SyntheticModel, SyntheticYarn};
 #[cfg(feature = "internals")]
 pub use {
     fill::Fill,

@@ -11,8 +11,8 @@ use super::fill::{fill_for, is_rope_factors, Fill, ModelScale};
 use super::shapes::NamedShape;
 
 use crate::error::{Error, Result};
-use crate::io::atomic::write_atomic;
 use crate::gguf::{encode_header, DirectoryEntry, GgufFile, Hparams, Value};
+use crate::io::atomic::write_atomic;
 use crate::quant::{can_quantize, quantize_into, GgmlType};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -32,8 +32,9 @@ const BATCH_CHUNKS: usize = 8;
 pub enum Quant {
     /// Each tensor keeps the type of the source file's tensor.
     Keep,
-    /// Every tensor of two or more dimensions takes this type, as `llama-quantize` would write it: vectors and
-    /// RoPE factors stay F32, and a tensor whose rows do not fill whole blocks falls back as llama.cpp's does.
+    /// Every tensor of two or more dimensions takes this type, as `llama-quantize` would write it: vectors, RoPE
+    /// factors and every tensor whose name does not end in `weight` (biases, also the experts' 2-D ones) stay F32,
+    /// and a tensor whose rows do not fill whole blocks falls back as llama.cpp's does.
     All(GgmlType),
 }
 
@@ -120,7 +121,10 @@ impl Plan {
                 ),
             });
         }
-        let scale = ModelScale::new(arch, h.n_layers, h.n_embd);
+        let scale = ModelScale {
+            writers_per_layer: 2 + h.per_layer_input.is_some_and(|p| p > 0) as usize,
+            ..ModelScale::new(arch, h.n_layers, h.n_embd)
+        };
         let mut plan = Plan {
             version: file.version(),
             metadata: file
@@ -186,7 +190,11 @@ impl Plan {
                     "is needed: a named shape has no types to keep",
                 ))
             }
-            (Quant::All(_), _) if dims.len() < 2 || is_rope_factors(name) => GgmlType::F32,
+            (Quant::All(_), _)
+                if dims.len() < 2 || is_rope_factors(name) || !name.ends_with("weight") =>
+            {
+                GgmlType::F32
+            }
             (Quant::All(ty), _) => {
                 let row = dims[0];
                 if row.is_multiple_of(ty.block_size() as u64) {

@@ -1,17 +1,24 @@
-//! Built-in shapes of the papers' models and of ropescope's two small test models, for `synth` when no real
-//! header is at hand. Hyper-parameters are those of each model's HF `config.json`, written with the keys
-//! llama.cpp's converter writes.
+//! Built-in shapes of the papers' models, of ropescope's two small test models and of the architectures whose
+//! attention departs furthest from the papers' (GPT-OSS's sinks, DeepSeek's latent attention, Gemma 4's two
+//! kinds of layers), for `synth` when no real header is at hand. Hyper-parameters are those of each model's HF
+//! `config.json` (`table.rs`), written with the keys and tensors llama.cpp's converter writes.
 //!
 //! A named shape carries no real tokenizer: its vocabulary is GPT-2's 256 byte tokens, a BOS control token, and
 //! placeholder tokens up to the model's vocabulary size, with no merges, so any text tokenizes to one token per
 //! byte and every id of the model is a valid token.
 
-use super::fill::{fill_for, Fill, ModelScale};
+use super::fill::{fill_for, is_rope_factors, Fill, ModelScale};
 use crate::error::Result;
 use crate::gguf::{Array, Value};
 use crate::rope::Llama3;
-use crate::synth::{SyntheticExperts, SyntheticModel};
+use crate::synth::{
+    SyntheticExperts, SyntheticGemma4, SyntheticMla, SyntheticModel, SyntheticYarn,
+};
 use crate::tokenizer::byte_chars;
+
+mod table;
+
+pub use table::NAMED_SHAPES;
 
 /// How a named shape's RoPE is scaled.
 #[derive(Clone, Debug)]
@@ -22,6 +29,15 @@ pub enum NamedRope {
     Llama3(Llama3),
     /// Linear scaling by this factor (Gemma 3 4B's global layers).
     Linear(f32),
+    /// YaRN, written as the `rope.scaling.*` keys.
+    Yarn(SyntheticYarn),
+    /// Proportional RoPE on the global layers (Gemma 4): the first `rot_dim` dimensions of each head rotate (HF's
+    /// `partial_rotary_factor` times the head dimension), written as llama.cpp does: `rope_freqs.weight`, 1 for a
+    /// rotating chunk and 1e30 for the others.
+    Proportional {
+        /// Rotated dimensions of a global head.
+        rot_dim: usize,
+    },
 }
 
 /// A built-in model shape.
@@ -37,13 +53,14 @@ pub struct NamedShape {
     pub n_embd: usize,
     /// Query heads.
     pub n_heads: usize,
-    /// Key/value heads.
+    /// Key/value heads (DeepSeek's latent attention: one per query head, which the file states as one).
     pub n_kv_heads: usize,
-    /// Head dimension.
+    /// Head dimension (DeepSeek's: the query and key heads, unrotated and rotated parts; Gemma 4's: the global
+    /// layers').
     pub head_dim: usize,
     /// Rotated dimensions of each head, where only part of it rotates (`None`: the whole head).
     pub rope_dim: Option<usize>,
-    /// Feed-forward width.
+    /// Feed-forward width (of the dense blocks).
     pub n_ff: usize,
     /// Vocabulary size.
     pub vocab: usize,
@@ -61,244 +78,13 @@ pub struct NamedShape {
     pub tied: bool,
     /// RoPE scaling.
     pub rope: NamedRope,
-    /// The mixture of experts in place of every feed-forward block, if any.
+    /// The mixture of experts in place of every feed-forward block (after the leading dense layers), if any.
     pub experts: Option<SyntheticExperts>,
+    /// Multi-head latent attention (DeepSeek), if the model has it.
+    pub mla: Option<SyntheticMla>,
+    /// Gemma 4's layout, for `gemma4`.
+    pub gemma4: Option<SyntheticGemma4>,
 }
-
-const LLAMA31: Llama3 = Llama3 {
-    factor: 8.0,
-    low_freq_factor: 1.0,
-    high_freq_factor: 4.0,
-    original_context: 8192,
-};
-
-/// Every built-in shape.
-pub const NAMED_SHAPES: &[NamedShape] = &[
-    NamedShape {
-        name: "llama-3.1-8b",
-        arch: "llama",
-        n_layers: 32,
-        n_embd: 4096,
-        n_heads: 32,
-        n_kv_heads: 8,
-        head_dim: 128,
-        rope_dim: None,
-        n_ff: 14336,
-        vocab: 128256,
-        context_length: 131072,
-        rope_base: 500000.0,
-        norm_eps: 1e-5,
-        sliding_window: None,
-        softcaps: None,
-        tied: false,
-        rope: NamedRope::Llama3(LLAMA31),
-        experts: None,
-    },
-    NamedShape {
-        name: "qwen2.5-7b",
-        arch: "qwen2",
-        n_layers: 28,
-        n_embd: 3584,
-        n_heads: 28,
-        n_kv_heads: 4,
-        head_dim: 128,
-        rope_dim: None,
-        n_ff: 18944,
-        vocab: 152064,
-        context_length: 32768,
-        rope_base: 1000000.0,
-        norm_eps: 1e-6,
-        sliding_window: None,
-        softcaps: None,
-        tied: false,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "gemma-7b",
-        arch: "gemma",
-        n_layers: 28,
-        n_embd: 3072,
-        n_heads: 16,
-        n_kv_heads: 16,
-        head_dim: 256,
-        rope_dim: None,
-        n_ff: 24576,
-        vocab: 256000,
-        context_length: 8192,
-        rope_base: 10000.0,
-        norm_eps: 1e-6,
-        sliding_window: None,
-        softcaps: None,
-        tied: true,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "gemma-2-2b",
-        arch: "gemma2",
-        n_layers: 26,
-        n_embd: 2304,
-        n_heads: 8,
-        n_kv_heads: 4,
-        head_dim: 256,
-        rope_dim: None,
-        n_ff: 9216,
-        vocab: 256000,
-        context_length: 8192,
-        rope_base: 10000.0,
-        norm_eps: 1e-6,
-        sliding_window: Some(4096),
-        softcaps: Some((50.0, 30.0)),
-        tied: true,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "gemma-3-4b",
-        arch: "gemma3",
-        n_layers: 34,
-        n_embd: 2560,
-        n_heads: 8,
-        n_kv_heads: 4,
-        head_dim: 256,
-        rope_dim: None,
-        n_ff: 10240,
-        vocab: 262208,
-        context_length: 131072,
-        rope_base: 1000000.0,
-        norm_eps: 1e-6,
-        sliding_window: Some(1024),
-        softcaps: None,
-        tied: true,
-        rope: NamedRope::Linear(8.0),
-        experts: None,
-    },
-    NamedShape {
-        name: "smollm3-3b",
-        arch: "smollm3",
-        n_layers: 36,
-        n_embd: 2048,
-        n_heads: 16,
-        n_kv_heads: 4,
-        head_dim: 128,
-        rope_dim: None,
-        n_ff: 11008,
-        vocab: 128256,
-        context_length: 65536,
-        rope_base: 5000000.0,
-        norm_eps: 1e-6,
-        sliding_window: None,
-        softcaps: None,
-        tied: true,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "olmo-2-7b",
-        arch: "olmo2",
-        n_layers: 32,
-        n_embd: 4096,
-        n_heads: 32,
-        n_kv_heads: 32,
-        head_dim: 128,
-        rope_dim: None,
-        n_ff: 11008,
-        vocab: 100352,
-        context_length: 4096,
-        rope_base: 500000.0,
-        norm_eps: 1e-6,
-        sliding_window: None,
-        softcaps: None,
-        tied: false,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "pythia-1.4b",
-        arch: "gptneox",
-        n_layers: 24,
-        n_embd: 2048,
-        n_heads: 16,
-        n_kv_heads: 16,
-        head_dim: 128,
-        rope_dim: Some(32),
-        n_ff: 8192,
-        vocab: 50304,
-        context_length: 2048,
-        rope_base: 10000.0,
-        norm_eps: 1e-5,
-        sliding_window: None,
-        softcaps: None,
-        tied: false,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "qwen3-30b-a3b",
-        arch: "qwen3moe",
-        n_layers: 48,
-        n_embd: 2048,
-        n_heads: 32,
-        n_kv_heads: 4,
-        head_dim: 128,
-        rope_dim: None,
-        n_ff: 6144,
-        vocab: 151936,
-        context_length: 40960,
-        rope_base: 1000000.0,
-        norm_eps: 1e-6,
-        sliding_window: None,
-        softcaps: None,
-        tied: false,
-        rope: NamedRope::Plain,
-        experts: Some(SyntheticExperts {
-            count: 128,
-            used: 8,
-            n_ff: 768,
-        }),
-    },
-    NamedShape {
-        name: "smollm2-135m",
-        arch: "llama",
-        n_layers: 30,
-        n_embd: 576,
-        n_heads: 9,
-        n_kv_heads: 3,
-        head_dim: 64,
-        rope_dim: None,
-        n_ff: 1536,
-        vocab: 49152,
-        context_length: 8192,
-        rope_base: 100000.0,
-        norm_eps: 1e-5,
-        sliding_window: None,
-        softcaps: None,
-        tied: true,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-    NamedShape {
-        name: "gemma-3-270m",
-        arch: "gemma3",
-        n_layers: 18,
-        n_embd: 640,
-        n_heads: 4,
-        n_kv_heads: 1,
-        head_dim: 256,
-        rope_dim: None,
-        n_ff: 2048,
-        vocab: 262144,
-        context_length: 32768,
-        rope_base: 1000000.0,
-        norm_eps: 1e-6,
-        sliding_window: Some(512),
-        softcaps: None,
-        tied: true,
-        rope: NamedRope::Plain,
-        experts: None,
-    },
-];
 
 /// A named shape's header: its metadata, and its tensors as (name, ggml dims, fill).
 pub type ShapeHeader = (Vec<(String, Value)>, Vec<(String, Vec<u64>, Fill)>);
@@ -328,6 +114,26 @@ impl NamedShape {
         m.softcaps = self.softcaps;
         m.tied = self.tied;
         m.experts = self.experts;
+        m.mla = self.mla;
+        m.gemma4 = self.gemma4;
+        m.yarn = match self.rope {
+            NamedRope::Yarn(y) => Some(y),
+            _ => None,
+        };
+        m.rope_factors = match &self.rope {
+            NamedRope::Llama3(scaling) => Some(
+                scaling
+                    .divisors(self.rope_base as f64, self.head_dim)
+                    .into_iter()
+                    .map(|d| d as f32)
+                    .collect(),
+            ),
+            NamedRope::Proportional { rot_dim } => Some(SyntheticModel::proportional_factors(
+                self.head_dim,
+                *rot_dim,
+            )),
+            _ => None,
+        };
         m
     }
 
@@ -356,7 +162,6 @@ impl NamedShape {
             Value::F32(self.norm_eps),
         ));
         match self.rope {
-            NamedRope::Plain | NamedRope::Llama3(_) => {}
             NamedRope::Linear(factor) => {
                 metadata.push((
                     format!("{a}.rope.scaling.type"),
@@ -364,24 +169,23 @@ impl NamedShape {
                 ));
                 metadata.push((format!("{a}.rope.scaling.factor"), Value::F32(factor)));
             }
+            // Written by the synthetic model: YaRN as keys, the others as `rope_freqs.weight`.
+            NamedRope::Plain
+            | NamedRope::Llama3(_)
+            | NamedRope::Yarn(_)
+            | NamedRope::Proportional { .. } => {}
         }
         metadata.extend(self.tokenizer());
         let mut tensors = Vec::new();
-        if let NamedRope::Llama3(scaling) = &self.rope {
-            let divisors = scaling
-                .divisors(self.rope_base as f64, self.head_dim)
-                .into_iter()
-                .map(|d| d as f32)
-                .collect::<Vec<_>>();
-            tensors.push((
-                "rope_freqs.weight".to_string(),
-                vec![divisors.len() as u64],
-                Fill::Values(divisors),
-            ));
-        }
-        let scale = ModelScale::new(self.arch, self.n_layers, self.n_embd);
+        let scale = ModelScale {
+            writers_per_layer: 2 + self.gemma4.is_some_and(|g| g.per_layer_input > 0) as usize,
+            ..ModelScale::new(self.arch, self.n_layers, self.n_embd)
+        };
         for (name, dims, _) in model.tensor_shapes() {
-            let fill = fill_for(&name, &dims, scale)?;
+            let fill = match &model.rope_factors {
+                Some(factors) if is_rope_factors(&name) => Fill::Values(factors.clone()),
+                _ => fill_for(&name, &dims, scale)?,
+            };
             tensors.push((name, dims, fill));
         }
         Ok((metadata, tensors))

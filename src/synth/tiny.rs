@@ -1,5 +1,10 @@
 //! Small synthetic models written as GGUF files, for tests: random weights (seeded) in the tensor layout and
-//! metadata of any supported architecture, with any tensor replaceable by hand-built values.
+//! metadata of any supported architecture, with any tensor replaceable by hand-built values. The families whose
+//! blocks the common fields do not describe (GPT-OSS, DeepSeek, Gemma 4) have their layouts in `families.rs`.
+
+mod families;
+
+pub use families::{SyntheticGemma4, SyntheticMla, SyntheticYarn};
 
 use crate::gguf::{Array, GgufWriter, Value};
 use rand::{Rng, SeedableRng};
@@ -16,7 +21,15 @@ pub struct SyntheticExperts {
     pub used: usize,
     /// Each expert's feed-forward width.
     pub n_ff: usize,
+    /// Shared experts every token runs beside the routed ones, as one block `shared · n_ff` wide (DeepSeek).
+    pub shared: usize,
+    /// Leading layers that keep the dense feed-forward block (DeepSeek's `first_k_dense_replace`).
+    pub leading_dense: usize,
 }
+
+/// A tensor of a synthetic model: name, ggml dims, and whether it is a gain around 1 (a norm weight, or a
+/// layer's output scale).
+type TensorShape = (String, Vec<u64>, bool);
 
 /// Shape and conventions of a synthetic model.
 #[derive(Clone, Debug)]
@@ -29,9 +42,9 @@ pub struct SyntheticModel {
     pub n_embd: usize,
     /// Query heads.
     pub n_heads: usize,
-    /// Key/value heads.
+    /// Key/value heads (DeepSeek: one per query head, as HF counts them; the file states one).
     pub n_kv_heads: usize,
-    /// Head dimension.
+    /// Head dimension (DeepSeek: of queries and keys, rotated part included; Gemma 4: of the global layers).
     pub head_dim: usize,
     /// Rotated dims per head (partial rotary when below `head_dim`).
     pub rope_dim: usize,
@@ -43,7 +56,7 @@ pub struct SyntheticModel {
     pub context_length: usize,
     /// RoPE base.
     pub rope_base: f32,
-    /// Sliding window written to the metadata.
+    /// Sliding window written to the metadata (`gpt-oss` and `gemma4`, whose files always state one: 8).
     pub sliding_window: Option<u32>,
     /// Soft-capping (attention, final) written to the metadata: Gemma 2's 50 and 30 by default.
     pub softcaps: Option<(f32, f32)>,
@@ -53,15 +66,28 @@ pub struct SyntheticModel {
     pub seed: u64,
     /// Tensors given by hand (name → values in ggml order), replacing the random ones.
     pub overrides: BTreeMap<String, Vec<f32>>,
-    /// The mixture of experts in place of every feed-forward block (`qwen3moe`: 4 experts, 2 per token, each
-    /// `n_ff` wide, unless changed).
+    /// The mixture of experts in place of every feed-forward block (`qwen3moe` and `gpt-oss`: 4 experts, 2 per
+    /// token, each `n_ff` wide; `deepseek2`: 4 experts 16 wide, 2 shared, after 1 dense layer; unless changed).
     pub experts: Option<SyntheticExperts>,
+    /// YaRN scaling written to the metadata (`gpt-oss`: factor 32 over 16 positions; `deepseek2`: factor 4 over
+    /// 128, with DeepSeek-V2-Lite's log multiplier 0.0707).
+    pub yarn: Option<SyntheticYarn>,
+    /// Per-chunk RoPE divisors, written as the tensor `rope_freqs.weight` (`gemma4`: proportional RoPE rotating a
+    /// quarter of the global heads, [`SyntheticModel::proportional_factors`]).
+    pub rope_factors: Option<Vec<f32>>,
+    /// DeepSeek's multi-head latent attention (`deepseek2`: a latent of 16, values of 8, heads of `head_dim` 12
+    /// of which `rope_dim` 4 rotate).
+    pub mla: Option<SyntheticMla>,
+    /// Gemma 4's sliding and global layers, shared keys and values, per-layer inputs (`gemma4`: every 2nd layer
+    /// global, sliding heads of 8 beside global heads of 16 of which 4 dims rotate at base 10⁶, per-layer inputs
+    /// of 4, final soft-cap 30, no shared layers).
+    pub gemma4: Option<SyntheticGemma4>,
 }
 
 impl SyntheticModel {
     /// A two-layer model of architecture `arch` with small random weights.
     pub fn new(arch: &str) -> Self {
-        Self {
+        let mut m = Self {
             arch: arch.to_string(),
             n_layers: 2,
             n_embd: 32,
@@ -82,8 +108,16 @@ impl SyntheticModel {
                 count: 4,
                 used: 2,
                 n_ff: 48,
+                shared: 0,
+                leading_dense: 0,
             }),
-        }
+            yarn: None,
+            rope_factors: None,
+            mla: None,
+            gemma4: None,
+        };
+        m.family_defaults();
+        m
     }
 
     fn has_bias(&self) -> bool {
@@ -124,89 +158,30 @@ impl SyntheticModel {
         matches!(self.arch.as_str(), "phi3" | "gptneox")
     }
 
-    /// Every tensor as (name, ggml dims, whether it is a norm weight).
+    /// Every tensor as (name, ggml dims, whether it is a gain around 1: a norm weight or a layer's output scale).
     pub fn tensor_shapes(&self) -> Vec<(String, Vec<u64>, bool)> {
-        let (d, hd, ff) = (self.n_embd as u64, self.head_dim as u64, self.n_ff as u64);
-        let (q, kv) = (self.n_heads as u64 * hd, self.n_kv_heads as u64 * hd);
-        let mut t = vec![(
+        let d = self.n_embd as u64;
+        let mut t = Vec::new();
+        if let Some(f) = &self.rope_factors {
+            t.push(("rope_freqs.weight".to_string(), vec![f.len() as u64], false));
+        }
+        t.push((
             "token_embd.weight".to_string(),
             vec![d, self.vocab as u64],
             false,
-        )];
+        ));
+        t.extend(self.family_inputs());
         for i in 0..self.n_layers {
-            let n = |s: &str| format!("blk.{i}.{s}");
-            if self.has_pre_norms() {
-                t.push((n("attn_norm.weight"), vec![d], true));
-                if self.layer_norm() {
-                    t.push((n("attn_norm.bias"), vec![d], false));
-                }
-            }
-            if self.fused() {
-                t.push((n("attn_qkv.weight"), vec![d, q + 2 * kv], false));
-                if self.has_bias() {
-                    t.push((n("attn_qkv.bias"), vec![q + 2 * kv], false));
-                }
-            } else {
-                t.push((n("attn_q.weight"), vec![d, q], false));
-                t.push((n("attn_k.weight"), vec![d, kv], false));
-                t.push((n("attn_v.weight"), vec![d, kv], false));
-                if self.has_bias() {
-                    t.push((n("attn_q.bias"), vec![q], false));
-                    t.push((n("attn_k.bias"), vec![kv], false));
-                    t.push((n("attn_v.bias"), vec![kv], false));
-                }
-            }
-            if self.has_qk_norm() {
-                let (qn, kn) = if self.qk_norm_per_projection() {
-                    (q, kv)
-                } else {
-                    (hd, hd)
-                };
-                t.push((n("attn_q_norm.weight"), vec![qn], true));
-                t.push((n("attn_k_norm.weight"), vec![kn], true));
-            }
-            t.push((n("attn_output.weight"), vec![q, d], false));
-            if self.layer_norm() {
-                t.push((n("attn_output.bias"), vec![d], false));
-            }
-            if self.has_post_norms() {
-                t.push((n("post_attention_norm.weight"), vec![d], true));
-            }
-            if self.has_pre_norms() && !self.shared_block_norm() {
-                t.push((n("ffn_norm.weight"), vec![d], true));
-                if self.layer_norm() {
-                    t.push((n("ffn_norm.bias"), vec![d], false));
-                }
-            }
-            if let Some(x) = self.experts {
-                let (e, xf) = (x.count as u64, x.n_ff as u64);
-                t.push((n("ffn_gate_inp.weight"), vec![d, e], false));
-                t.push((n("ffn_gate_exps.weight"), vec![d, xf, e], false));
-                t.push((n("ffn_up_exps.weight"), vec![d, xf, e], false));
-                t.push((n("ffn_down_exps.weight"), vec![xf, d, e], false));
-            } else if self.layer_norm() {
-                t.push((n("ffn_up.weight"), vec![d, ff], false));
-                t.push((n("ffn_up.bias"), vec![ff], false));
-            } else if matches!(self.arch.as_str(), "phi3" | "glm4") {
-                t.push((n("ffn_up.weight"), vec![d, 2 * ff], false));
-            } else {
-                t.push((n("ffn_gate.weight"), vec![d, ff], false));
-                t.push((n("ffn_up.weight"), vec![d, ff], false));
-            }
-            if self.experts.is_none() {
-                t.push((n("ffn_down.weight"), vec![ff, d], false));
-            }
-            if self.layer_norm() {
-                t.push((n("ffn_down.bias"), vec![d], false));
-            }
-            if self.has_post_norms() {
-                t.push((n("post_ffw_norm.weight"), vec![d], true));
+            match self.family_block(i) {
+                Some(block) => t.extend(block),
+                None => self.common_block(i, &mut t),
             }
         }
         t.push(("output_norm.weight".to_string(), vec![d], true));
         if self.layer_norm() {
             t.push(("output_norm.bias".to_string(), vec![d], false));
         }
+        t.extend(self.family_outputs());
         if !self.tied {
             t.push((
                 "output.weight".to_string(),
@@ -220,19 +195,97 @@ impl SyntheticModel {
         t
     }
 
+    /// The tensors of layer `i` of the common pre-norm (or post-norm, or parallel) transformer block.
+    fn common_block(&self, i: usize, t: &mut Vec<TensorShape>) {
+        let (d, hd, ff) = (self.n_embd as u64, self.head_dim as u64, self.n_ff as u64);
+        let (q, kv) = (self.n_heads as u64 * hd, self.n_kv_heads as u64 * hd);
+        let n = |s: &str| format!("blk.{i}.{s}");
+        if self.has_pre_norms() {
+            t.push((n("attn_norm.weight"), vec![d], true));
+            if self.layer_norm() {
+                t.push((n("attn_norm.bias"), vec![d], false));
+            }
+        }
+        if self.fused() {
+            t.push((n("attn_qkv.weight"), vec![d, q + 2 * kv], false));
+            if self.has_bias() {
+                t.push((n("attn_qkv.bias"), vec![q + 2 * kv], false));
+            }
+        } else {
+            t.push((n("attn_q.weight"), vec![d, q], false));
+            t.push((n("attn_k.weight"), vec![d, kv], false));
+            t.push((n("attn_v.weight"), vec![d, kv], false));
+            if self.has_bias() {
+                t.push((n("attn_q.bias"), vec![q], false));
+                t.push((n("attn_k.bias"), vec![kv], false));
+                t.push((n("attn_v.bias"), vec![kv], false));
+            }
+        }
+        if self.has_qk_norm() {
+            let (qn, kn) = if self.qk_norm_per_projection() {
+                (q, kv)
+            } else {
+                (hd, hd)
+            };
+            t.push((n("attn_q_norm.weight"), vec![qn], true));
+            t.push((n("attn_k_norm.weight"), vec![kn], true));
+        }
+        t.push((n("attn_output.weight"), vec![q, d], false));
+        if self.layer_norm() {
+            t.push((n("attn_output.bias"), vec![d], false));
+        }
+        if self.has_post_norms() {
+            t.push((n("post_attention_norm.weight"), vec![d], true));
+        }
+        if self.has_pre_norms() && !self.shared_block_norm() {
+            t.push((n("ffn_norm.weight"), vec![d], true));
+            if self.layer_norm() {
+                t.push((n("ffn_norm.bias"), vec![d], false));
+            }
+        }
+        if let Some(x) = self.experts {
+            t.extend(families::routed_experts(i, d, x, false));
+        } else if self.layer_norm() {
+            t.push((n("ffn_up.weight"), vec![d, ff], false));
+            t.push((n("ffn_up.bias"), vec![ff], false));
+        } else if matches!(self.arch.as_str(), "phi3" | "glm4") {
+            t.push((n("ffn_up.weight"), vec![d, 2 * ff], false));
+        } else {
+            t.push((n("ffn_gate.weight"), vec![d, ff], false));
+            t.push((n("ffn_up.weight"), vec![d, ff], false));
+        }
+        if self.experts.is_none() {
+            t.push((n("ffn_down.weight"), vec![ff, d], false));
+        }
+        if self.layer_norm() {
+            t.push((n("ffn_down.bias"), vec![d], false));
+        }
+        if self.has_post_norms() {
+            t.push((n("post_ffw_norm.weight"), vec![d], true));
+        }
+    }
+
     /// The metadata the file carries: the hyper-parameters the engine reads and a placeholder vocabulary.
     pub fn metadata(&self) -> Vec<(String, Value)> {
         let a = &self.arch;
         let u = |v: usize| Value::U32(v as u32);
+        // The converter writes latent attention as one key/value head over the latent (llama.cpp's MQA form).
+        let (kv_heads, key_length, value_length) = match self.mla {
+            Some(mla) => (1, mla.kv_lora_rank + self.rope_dim, mla.kv_lora_rank),
+            None => (self.n_kv_heads, self.head_dim, self.head_dim),
+        };
         let mut m: Vec<(String, Value)> = vec![
             ("general.architecture".into(), Value::String(a.clone())),
             (format!("{a}.block_count"), u(self.n_layers)),
             (format!("{a}.embedding_length"), u(self.n_embd)),
-            (format!("{a}.feed_forward_length"), u(self.n_ff)),
+            (
+                format!("{a}.feed_forward_length"),
+                self.feed_forward_length(),
+            ),
             (format!("{a}.attention.head_count"), u(self.n_heads)),
-            (format!("{a}.attention.head_count_kv"), u(self.n_kv_heads)),
-            (format!("{a}.attention.key_length"), u(self.head_dim)),
-            (format!("{a}.attention.value_length"), u(self.head_dim)),
+            (format!("{a}.attention.head_count_kv"), u(kv_heads)),
+            (format!("{a}.attention.key_length"), u(key_length)),
+            (format!("{a}.attention.value_length"), u(value_length)),
             (format!("{a}.rope.dimension_count"), u(self.rope_dim)),
             (format!("{a}.rope.freq_base"), Value::F32(self.rope_base)),
             (format!("{a}.context_length"), u(self.context_length)),
@@ -275,6 +328,7 @@ impl SyntheticModel {
             m.push((format!("{a}.attn_logit_softcapping"), Value::F32(attn)));
             m.push((format!("{a}.final_logit_softcapping"), Value::F32(fin)));
         }
+        self.family_metadata(&mut m);
         m
     }
 
@@ -285,7 +339,12 @@ impl SyntheticModel {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         for (name, dims, is_norm) in self.tensor_shapes() {
             let n: u64 = dims.iter().product();
-            let values = match self.overrides.get(&name) {
+            let given = match (self.overrides.get(&name), &self.rope_factors) {
+                (Some(v), _) => Some(v),
+                (None, Some(f)) if name == "rope_freqs.weight" => Some(f),
+                _ => None,
+            };
+            let values = match given {
                 Some(v) => v.clone(),
                 None => {
                     let scale = if is_norm {

@@ -570,6 +570,62 @@ fn f32_engine_meets_the_f32_bar_against_f64() {
     }
 }
 
+/// Tiny models of the families the naive forward above does not cover: GPT-OSS (sinks, biased experts, YaRN),
+/// DeepSeek (latent attention, a dense layer then shared and routed experts) and Gemma 4 (sliding and global
+/// layers of different heads, proportional RoPE, per-layer inputs, and here the last three of six layers
+/// reusing earlier keys and values with double-wide feed-forward blocks). Each resolves with those features,
+/// runs to finite logits in f64, and in f32 within the f32 bar.
+#[test]
+fn families_beyond_the_naive_forward_run_to_finite_logits() {
+    let mut gemma4 = SyntheticModel::new("gemma4");
+    gemma4.n_layers = 6;
+    let g = gemma4.gemma4.as_mut().unwrap();
+    (g.global_every, g.shared_kv_layers, g.double_wide) = (3, 3, true);
+    for m in [
+        SyntheticModel::new("gpt-oss"),
+        SyntheticModel::new("deepseek2"),
+        gemma4,
+    ] {
+        let bytes = m.to_bytes();
+        let c =
+            ropescope::model::arch::resolve(&GgufFile::from_bytes(bytes.clone()).unwrap()).unwrap();
+        let arch = m.arch.as_str();
+        match arch {
+            "gpt-oss" => {
+                assert!(c.sinks && c.moe.is_some());
+                assert_eq!((c.layers[0].window, c.layers[1].window), (Some(8), None));
+            }
+            "deepseek2" => {
+                assert_eq!(c.mla.map(|m| m.kv_lora_rank), Some(16));
+                assert_eq!((c.layers[0].experts, c.layers[1].experts), (false, true));
+            }
+            _ => {
+                assert_eq!(c.per_layer_input, Some(4));
+                let kv_from: Vec<_> = c.layers.iter().map(|l| l.kv_from).collect();
+                assert_eq!(kv_from, [None, None, None, Some(1), Some(1), Some(2)]);
+                assert_eq!((c.layers[2].n_ff, c.layers[5].n_ff), (48, 96));
+                let global = &c.layers[5].rope;
+                assert_eq!((global.head_dim, c.layers[4].rope.head_dim), (16, 8));
+                assert_eq!(
+                    global.scaling,
+                    ropescope::rope::Scaling::Proportional { rotated: 2 }
+                );
+            }
+        }
+        let (l64, _) = run::<f64>(&bytes, &ids(), vec![]);
+        assert_eq!(l64.len(), ids().len() * m.vocab);
+        assert!(l64.iter().all(|x| x.is_finite()), "{arch}");
+        let (l32, _) = run::<f32>(&bytes, &ids(), vec![]);
+        let num: f64 = l32
+            .iter()
+            .zip(&l64)
+            .map(|(a, b)| (*a as f64 - b).powi(2))
+            .sum();
+        let den: f64 = l64.iter().map(|b| b * b).sum();
+        assert!(num / den <= F32_LOGITS_NMSE, "{arch}: NMSE {}", num / den);
+    }
+}
+
 /// The converter's permutation of llama Q/K rows: GGUF row `2i + s` of a head is HF row `s·d/2 + i`.
 fn permute_rows(w: &[f32], n_heads: usize, head_dim: usize, width: usize) -> Vec<f32> {
     let mut out = vec![0.0; w.len()];
