@@ -45,7 +45,7 @@ pub struct Args {
     /// κ of (κ, Δ)-slash dominance.
     #[arg(long, default_value_t = params::DEFAULT_KAPPA)]
     kappa: f64,
-    /// Seed of the random prompts and of the cone sample.
+    /// Seed of the random prompts, the cone sample and the claims' bootstrap.
     #[arg(long, default_value_t = params::DEFAULT_SEED)]
     seed: u64,
     /// Do only shard K of N (0 ≤ K < N) of the work and write it as partial results into `--out`, for

@@ -25,6 +25,7 @@ fn not_run(out: &mut String, analysis: &str) {
 /// The findings section.
 pub fn render(out: &mut String, data: &ScanData) {
     out.push_str("<section id=\"findings\"><h2>Findings</h2>");
+    super::claims_html::render(out, data);
     rope_and_nope(out, data);
     sdh(out, data);
     top_heads(out, data);

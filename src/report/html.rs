@@ -47,7 +47,9 @@ table.sortable>tbody>tr:first-child>th{cursor:pointer}th[data-dir=asc]::after{co
 summary{cursor:pointer}summary h3{display:inline}details.lazy{margin:6px 0}\
 section.head{border-top:1px solid #ddd;margin-top:4px;padding-top:4px}section.head:target{background:#fffbe6}\
 .hash{font-family:monospace;word-break:break-all}\
-.warn{background:#fff0e0;border:1px solid #e0a060;padding:4px 10px;margin:8px 0}";
+.warn{background:#fff0e0;border:1px solid #e0a060;padding:4px 10px;margin:8px 0}\
+#claims td{font-size:12px;vertical-align:top}.verdict{font-weight:bold}.verdict-supported{color:#1a7f37}\
+.note{font-style:italic;color:#555}.verdict-contradicted{color:#b42318}.verdict-mixed{color:#9a6700}.verdict-not-measurable{color:#888}";
 
 /// The report page of a scan directory.
 pub fn render(data: &ScanData) -> String {

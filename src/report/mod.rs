@@ -4,6 +4,7 @@
 //! not run are replaced by a "not run" note.
 
 pub mod catalog;
+pub mod claims_html;
 pub mod compare_scans;
 pub mod data;
 pub mod figures;

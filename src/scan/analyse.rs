@@ -4,7 +4,7 @@
 use super::measure::{measure_set, SetMeasures};
 use super::params::{Analysis, ScanParams};
 use super::progress::Progress;
-use super::{external, format, summary};
+use super::{claims, external, format, summary};
 use crate::analysis::embedding_cone::{embedding_cone, EmbeddingCone};
 use crate::error::Result;
 use crate::model::Model;
@@ -164,6 +164,20 @@ pub(super) fn finish<T: Real>(
         })?;
     }
     summary::attach_external(&mut summary, &external, model, params);
+    let n_tokens = natural.first().map_or(0, Vec::len);
+    let frequencies: Vec<Vec<f64>> = (model.config.layers.iter())
+        .map(|l| {
+            let spec = l.rope.spec(n_tokens);
+            (0..spec.n_chunks())
+                .map(|i| spec.frequency::<f64>(i))
+                .collect()
+        })
+        .collect();
+    summary.claims = claims::evaluate(&claims::ClaimInputs {
+        summary: &summary,
+        params,
+        frequencies: &frequencies,
+    });
     Ok(ScanOutcome {
         natural: natural_m,
         random: random_m,

@@ -226,6 +226,82 @@ pub struct Summary {
     /// decided without their analyses). Empty when all is well; absent in directories of older versions.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Each empirical claim of the three papers that the scan measures, with its statistic and verdict
+    /// (`src/scan/claims.rs`); absent in directories of older versions.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+}
+
+/// One claim of a paper, measured on the scanned model.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Claim {
+    /// A stable name (`slash-rank-one`, ...).
+    pub id: String,
+    /// `slash` (Cheng et al.), `round-and-round` (Barbero et al.) or `positional-symbolic` (Urrutia et al.).
+    pub paper: String,
+    /// What the paper states, in a sentence.
+    pub claim: String,
+    /// The measured statistic; `null` when the claim is not measurable on this scan.
+    pub statistic: Option<Statistic>,
+    /// Its uncertainty; `null` where none is computed (a single model-wide measurement).
+    pub uncertainty: Option<Interval>,
+    /// `supported`, `contradicted`, `mixed` or `not measurable`.
+    pub verdict: Verdict,
+    /// The rule that turns the statistic into the verdict, with its threshold.
+    pub rule: String,
+    /// What else the reader must know: a second measure and whether it agrees, or why nothing was measured.
+    pub note: String,
+}
+
+/// A claim's measured statistic.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Statistic {
+    /// What is measured, over what.
+    pub name: String,
+    /// Its value.
+    pub value: f64,
+    /// How many heads (or other units) it is over.
+    pub n: usize,
+}
+
+/// A percentile bootstrap interval.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Interval {
+    /// How it was made (`bootstrap over heads, 1000 resamples, 95%`).
+    pub method: String,
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+/// A claim's verdict on the scanned model.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Verdict {
+    /// The statistic's interval lies on the claim's side of the threshold.
+    #[serde(rename = "supported")]
+    Supported,
+    /// It lies on the other side.
+    #[serde(rename = "contradicted")]
+    Contradicted,
+    /// It straddles the threshold, or two measures of the claim disagree.
+    #[serde(rename = "mixed")]
+    Mixed,
+    /// The analyses it needs did not run, or the model has nothing to measure it on.
+    #[serde(rename = "not measurable")]
+    NotMeasurable,
+}
+
+impl Verdict {
+    /// The verdict as `summary.json` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Supported => "supported",
+            Verdict::Contradicted => "contradicted",
+            Verdict::Mixed => "mixed",
+            Verdict::NotMeasurable => "not measurable",
+        }
+    }
 }
 
 /// One head's scores. Scores of analyses that did not run are `null`.

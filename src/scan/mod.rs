@@ -10,6 +10,7 @@ mod optional;
 mod pipeline;
 mod progress;
 internal_mod! {
+    claims;
     external;
     format;
     labels;

@@ -163,7 +163,7 @@ pub struct ScanParams {
     pub map_size: usize,
     /// Number of vocabulary rows sampled for the cone analysis.
     pub cone_tokens: usize,
-    /// Seed of the random prompts and of the cone sample.
+    /// Seed of the random prompts, the cone sample and the claims' bootstrap.
     pub seed: u64,
     /// Target length of each natural prompt, tokens (text prompts are continued cyclically up to it).
     pub prompt_length: usize,

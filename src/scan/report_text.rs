@@ -19,6 +19,7 @@ pub fn render(summary: &Summary, title: &str) -> String {
     }
     let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(out, "labels: {}", counts.join(", "));
+    claims(&mut out, summary);
     if let Some(s) = &summary.slash_dominant {
         let _ = write!(
             out,
@@ -133,6 +134,25 @@ pub const LEGEND: &str = "  columns: Δ = offset of the largest mean slash score
 random = the score at the same Δ on the random prompts;\n  q/k σ1²/Σσ² = rank-one share of the stacked pre-RoPE \
 queries/keys; A high+med = share of Σ A_l (logit Fourier amplitudes of the mean q and k) in the high and medium \
 bands;\n  Δ pred = the offset that decomposition predicts; q low-band norm = share of query chunk norm in the low band";
+
+/// One line per claim of the papers: its verdict, id, statistic and interval.
+fn claims(out: &mut String, summary: &Summary) {
+    if summary.claims.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nthe papers' claims on this model (report.html and summary.json say how each is decided):");
+    for c in &summary.claims {
+        let measured = match (&c.statistic, &c.uncertainty) {
+            (Some(s), Some(i)) => {
+                format!("{:.3} [{:.3}, {:.3}] over {}", s.value, i.low, i.high, s.n)
+            }
+            (Some(s), None) => format!("{:.3}", s.value),
+            (None, _) => c.note.clone(),
+        };
+        let _ = writeln!(out, "  {:<15} {:<38} {measured}", c.verdict.name(), c.id);
+    }
+    let _ = writeln!(out);
+}
 
 fn best(h: &HeadSummary) -> f64 {
     h.slash.as_ref().map_or(f64::NEG_INFINITY, |s| s.best_score)

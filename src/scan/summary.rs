@@ -113,6 +113,7 @@ pub fn build<T: Real>(
             })
         }),
         warnings: Vec::new(),
+        claims: Vec::new(),
     }
 }
 

@@ -374,7 +374,7 @@ fn tolerances_of_unknown_kinds_or_out_of_range_are_refused() {
     for (tol, needle) in [
         (
             "logit=nmse:1",
-            "unknown kind 'logit' (known: attn, hidden, ids, k, k_pre, logits,",
+            "unknown kind 'logit' (known: attn, hidden, ids, k, k_pre, kv_latent, logits,",
         ),
         (
             "logits=nmse:-1",

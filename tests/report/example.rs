@@ -1,6 +1,6 @@
 //! `fixtures/scan/example/` is exactly what the test generator writes: a small, valid scan directory for
 //! trying the report commands by hand. Regenerate it with `ROPESCOPE_REGENERATE_EXAMPLE=1 cargo test --test
-//! report_example`.
+//! report -- example`.
 
 use ropescope_test_support::report::{example, example_dir, write_example};
 

@@ -9,6 +9,7 @@ mod analysis_ablation;
 mod analysis_cauchy_schwarz;
 mod analysis_detectors;
 mod analysis_posym;
+mod claims;
 mod cli;
 mod cluster;
 mod designs;

@@ -25,6 +25,35 @@ pub fn check(html: &str, dir: &Path) -> usize {
     let summary = json(dir, "summary.json");
     let mut checked = 0;
 
+    // The findings open with the papers' claims, each row's verdict and value as summary.json has them.
+    let claims = summary["claims"]
+        .as_array()
+        .expect("summary.json has claims");
+    assert!(!claims.is_empty());
+    let findings = &html[html.find("<section id=\"findings\">").expect("findings")..];
+    assert!(findings.find("<table").unwrap() == findings.find("<table id=\"claims\">").unwrap());
+    for c in claims {
+        let row = between(
+            html,
+            &format!("<tr data-claim=\"{}\">", c["id"].as_str().unwrap()),
+            "</tr>",
+        );
+        let verdict = c["verdict"].as_str().unwrap();
+        assert_eq!(
+            between(row, "class=\"verdict verdict-", "<")
+                .split('>')
+                .nth(1),
+            Some(verdict)
+        );
+        if let Some(v) = c["statistic"]["value"].as_f64() {
+            assert_eq!(
+                between(row, "class=\"value\">", "<"),
+                ropescope::report::spec::significant(v, 3)
+            );
+        }
+        checked += 1;
+    }
+
     let triples = |set: &str| -> BTreeSet<(u64, u64, u64)> {
         summary["slash_dominant"][set]
             .as_array()

@@ -576,7 +576,7 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             .map(|c| c.iter().cloned().fold(f64::MIN, f64::max))
             .collect()
     };
-    let summary = Summary {
+    let mut summary = Summary {
         format_version: FORMAT_VERSION,
         intrinsic: Some(Intrinsic {
             jaccard: jaccard(&nat, &ran),
@@ -596,7 +596,17 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
         }),
         heads,
         warnings: Vec::new(),
+        claims: Vec::new(),
     };
+    summary.claims = ropescope::scan::claims::evaluate(&ropescope::scan::claims::ClaimInputs {
+        summary: &summary,
+        params: &ScanParams {
+            kappa: sh.kappa,
+            delta_max: sh.dmax,
+            ..ScanParams::default()
+        },
+        frequencies: &vec![frequencies(sh); sh.layers],
+    });
     write_json(&dir.join(files::SUMMARY), &summary).unwrap();
     let mut text = String::from("layer head label            best_delta best_score sink\n");
     for h in &summary.heads {
