@@ -154,7 +154,9 @@ fn attention(data: &ScanData, (l, h): (usize, usize), set: usize, view: MapView)
     let title = format!("L{l}H{h} · attention, {} prompt", set_name(set));
     let file = format!("attention_map_{}.npy", set_name(set));
     let Some(map) = data.attention[set].as_ref().and_then(|t| t.at(&[l, h])) else {
-        return FigureSpec::new(name, title, Err(not_run("slash", &file)));
+        // The random prompts run with `intrinsic`; the maps of both sets with `slash`.
+        let analysis = if set == 0 { "slash" } else { "intrinsic" };
+        return FigureSpec::new(name, title, Err(not_run(analysis, &file)));
     };
     let map: Vec<f64> = map.iter().map(|&v| f64::from(v)).collect();
     let map = map.as_slice();

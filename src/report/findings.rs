@@ -20,10 +20,20 @@ pub struct SdhCount {
     pub delta: usize,
     /// Triples on natural prompts.
     pub natural: usize,
-    /// Triples on random prompts.
-    pub random: usize,
-    /// Triples on both.
-    pub both: usize,
+    /// Triples on random prompts (`None` when they did not run).
+    pub random: Option<usize>,
+    /// Triples on both (`None` when the random prompts did not run).
+    pub both: Option<usize>,
+}
+
+/// Whether the random prompts ran (analysis `intrinsic`).
+pub fn random_ran(data: &ScanData) -> bool {
+    data.summary.intrinsic.is_some()
+}
+
+/// Distinct heads of a set of `(layer, head, Δ)` triples.
+pub fn distinct_heads(v: &[SlashHead]) -> BTreeSet<(usize, usize)> {
+    v.iter().map(|s| (s.layer, s.head)).collect()
 }
 
 /// Counts per Δ (only offsets where either set has a head), natural against random prompts.
@@ -46,11 +56,12 @@ pub fn sdh_counts(data: &ScanData) -> Option<Vec<SdhCount>> {
             .into_iter()
             .map(|d| {
                 let (n, r) = (at(&sets.natural, d), at(&sets.random, d));
+                let ran = random_ran(data);
                 SdhCount {
                     delta: d,
                     natural: n.len(),
-                    random: r.len(),
-                    both: n.intersection(&r).count(),
+                    random: ran.then_some(r.len()),
+                    both: ran.then(|| n.intersection(&r).count()),
                 }
             })
             .collect(),

@@ -114,24 +114,41 @@ fn sdh(out: &mut String, data: &ScanData) {
     };
     let _ = write!(
         out,
-        "<p>(layer, head) with mean SlashScore(Δ) ≥ κ = {} (one head may count at several Δ).</p>\
+        "<p>(layer, head, Δ) with mean SlashScore(Δ) ≥ κ = {}: a head counts once at each Δ where it reaches κ, so \
+         the <i>all</i> row counts (head, Δ) pairs and the <i>distinct heads</i> row the heads themselves.</p>\
          <table id=\"sdh-counts\" class=\"sortable\"><tr><th>Δ</th><th>natural prompts</th><th>random prompts</th><th>both</th></tr>",
         sets.kappa
     );
+    let cell = |v: Option<usize>| v.map_or_else(|| "not run".to_string(), |v| v.to_string());
     for c in &counts {
         let _ = write!(
             out,
             "<tr data-delta=\"{}\"><td>{}</td><td class=\"natural\">{}</td><td class=\"random\">{}</td><td class=\"both\">{}</td></tr>",
-            c.delta, c.delta, c.natural, c.random, c.both
+            c.delta,
+            c.delta,
+            c.natural,
+            cell(c.random),
+            cell(c.both)
         );
     }
-    let total = |f: fn(&findings::SdhCount) -> usize| counts.iter().map(f).sum::<usize>();
+    let ran = findings::random_ran(data);
+    let total = |f: fn(&findings::SdhCount) -> Option<usize>| {
+        cell(ran.then(|| counts.iter().filter_map(f).sum::<usize>()))
+    };
+    let (nat, ran_heads) = (
+        findings::distinct_heads(&sets.natural),
+        findings::distinct_heads(&sets.random),
+    );
     let _ = write!(
         out,
-        "<tr data-delta=\"all\"><th>all</th><th class=\"natural\">{}</th><th class=\"random\">{}</th><th class=\"both\">{}</th></tr></table>",
-        total(|c| c.natural),
+        "<tr data-delta=\"all\"><th>all (head, Δ) pairs</th><th class=\"natural\">{}</th><th class=\"random\">{}</th><th class=\"both\">{}</th></tr>\
+         <tr data-delta=\"heads\"><th>distinct heads</th><th class=\"natural\">{}</th><th class=\"random\">{}</th><th class=\"both\">{}</th></tr></table>",
+        total(|c| Some(c.natural)),
         total(|c| c.random),
-        total(|c| c.both)
+        total(|c| c.both),
+        nat.len(),
+        cell(ran.then_some(ran_heads.len())),
+        cell(ran.then(|| nat.intersection(&ran_heads).count()))
     );
     if let Some(i) = &data.summary.intrinsic {
         let _ = write!(

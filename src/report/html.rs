@@ -380,12 +380,20 @@ fn sdh_table(out: &mut String, data: &ScanData) {
     let mut all: Vec<SlashHead> = sets.natural.iter().chain(&sets.random).copied().collect();
     all.sort();
     all.dedup();
+    let random = match findings::random_ran(data) {
+        true => format!(
+            "{} (head, Δ) pairs in {} distinct heads on random prompts",
+            sets.random.len(),
+            findings::distinct_heads(&sets.random).len()
+        ),
+        false => "random prompts not run (analysis `intrinsic`)".into(),
+    };
     let _ = write!(
         out,
-        "<p>κ = {}: {} on natural prompts, {} on random prompts.</p>",
+        "<p>κ = {}: {} (head, Δ) pairs in {} distinct heads on natural prompts; {random}.</p>",
         tick_label(sets.kappa),
         sets.natural.len(),
-        sets.random.len()
+        findings::distinct_heads(&sets.natural).len(),
     );
     if all.is_empty() {
         return;

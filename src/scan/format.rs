@@ -344,6 +344,11 @@ pub struct HeadSlash {
     pub best_delta: usize,
     /// That score (natural prompts).
     pub best_score: f64,
+    /// The larger of the scores at `best_delta − 1` and `best_delta + 1` (natural prompts; `null` when
+    /// `Δmax` is 0): how sharply the best offset stands out. A head whose best offset does not peak is not
+    /// labelled a slash head.
+    #[serde(default)]
+    pub neighbour_score: Option<f64>,
     /// The score at the same `Δ` on random prompts (`null` without `intrinsic`).
     pub random_score_at_best_delta: Option<f64>,
     /// `Δ` with the largest score on random prompts (`null` without `intrinsic`).

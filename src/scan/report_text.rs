@@ -21,13 +21,30 @@ pub fn render(summary: &Summary, title: &str) -> String {
     let _ = writeln!(out, "labels: {}", counts.join(", "));
     claims(&mut out, summary);
     if let Some(s) = &summary.slash_dominant {
+        let heads = |v: &[super::format::SlashHead]| {
+            v.iter()
+                .map(|s| (s.layer, s.head))
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        };
         let _ = write!(
             out,
-            "slash-dominant (κ = {}): {} (layer, head, Δ) on natural prompts, {} on random",
+            "slash-dominant (κ = {}): {} (head, Δ) pairs in {} distinct heads on natural prompts; ",
             s.kappa,
             s.natural.len(),
-            s.random.len()
+            heads(&s.natural)
         );
+        match summary.intrinsic.is_some() {
+            true => {
+                let _ = write!(
+                    out,
+                    "{} pairs in {} heads on random prompts",
+                    s.random.len(),
+                    heads(&s.random)
+                );
+            }
+            false => out.push_str("random prompts not run (analysis intrinsic)"),
+        }
         if let Some(i) = &summary.intrinsic {
             let _ = write!(
                 out,

@@ -121,6 +121,7 @@ pub fn build<T: Real>(
 fn relabel(h: &mut HeadSummary, params: &ScanParams) {
     let evidence = Evidence {
         best_slash: h.slash.as_ref().map(|s| (s.best_delta, s.best_score)),
+        slash_neighbour: h.slash.as_ref().and_then(|s| s.neighbour_score),
         sink: h.slash.as_ref().map(|s| s.sink),
         ..Default::default()
     }
@@ -150,9 +151,14 @@ fn head_slash(
     kappa: f64,
 ) -> HeadSlash {
     let (best_delta, best_score) = argmax(natural);
+    let neighbours = [best_delta.checked_sub(1), Some(best_delta + 1)];
+    let neighbour_score = (neighbours.into_iter().flatten())
+        .filter_map(|d| natural.get(d).copied())
+        .reduce(f64::max);
     HeadSlash {
         best_delta,
         best_score,
+        neighbour_score,
         random_score_at_best_delta: random.as_ref().map(|(r, _)| r[best_delta]),
         random_best_delta: random.as_ref().map(|(r, _)| argmax(r).0),
         sink,

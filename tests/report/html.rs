@@ -159,7 +159,7 @@ fn missing_analyses_are_noted_not_fatal() {
     for note in [
         "not run: analysis `posym`",
         "not run: analysis `frequency` (chunk_norms_q_natural.npy absent)",
-        "not run: analysis `slash` (attention_map_random.npy absent)",
+        "not run: analysis `intrinsic` (attention_map_random.npy absent)",
         "not run: analysis `fourier`",
         "not run: analysis `rank`",
         "not run: analysis `ablation`",

@@ -138,3 +138,33 @@ fn a_second_writer_is_refused_and_an_existing_output_needs_force() {
     );
     assert!(complete(&out));
 }
+
+/// A scan of the slash analysis alone: what did not run says "not run" in the terminal summary, `summary.txt`
+/// and the report, never a count of 0; and slash-dominant heads are counted both as (head, Δ) pairs and as
+/// distinct heads.
+#[test]
+fn analyses_that_did_not_run_say_so_and_heads_are_counted_as_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, prompt) = inputs(dir.path());
+    let out = dir.path().join("scan");
+    let r = scan(
+        &model,
+        &prompt,
+        &out,
+        &["--analyses", "slash", "--kappa", "0.05"],
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(
+        text.contains("random prompts not run (analysis intrinsic)") && !text.contains("on random"),
+        "{text}"
+    );
+    assert!(text.contains("pairs in") && text.contains("distinct heads on natural prompts"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<td class=\"random\">not run</td>"), "per Δ");
+    assert!(html.contains("<th>distinct heads</th>"));
+    assert!(
+        !html.contains("class=\"random\">0<"),
+        "a 0 for prompts that never ran"
+    );
+}

@@ -249,11 +249,18 @@ fn jaccard<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
     }
 }
 
-fn label(sh: &Shape, best: (usize, f64), sink: f64, induction: f64, posym: (f64, f64)) -> String {
-    if sink >= SINK_THRESHOLD && sink > best.1 {
-        return "sink".into();
-    }
-    if best.1 >= sh.kappa {
+/// The label of `fixtures/scan/FORMAT.md`'s rules, from the best offset and score, the larger neighbouring
+/// score, the sink, induction and posym scores.
+fn label(
+    sh: &Shape,
+    (best, neighbour): ((usize, f64), Option<f64>),
+    sink: f64,
+    induction: f64,
+    posym: (f64, f64),
+) -> String {
+    let sinks = sink >= SINK_THRESHOLD;
+    let peaks = neighbour.is_none_or(|n| best.1 >= 1.5 * n);
+    if best.1 >= sh.kappa && peaks && (!sinks || best.1 >= sink) {
         return match best.0 {
             0 => "diagonal".into(),
             1 => "previous-token".into(),
@@ -262,6 +269,9 @@ fn label(sh: &Shape, best: (usize, f64), sink: f64, induction: f64, posym: (f64,
     }
     if induction >= 0.3 {
         return "induction".into();
+    }
+    if sinks {
+        return "sink".into();
     }
     if posym.0 - posym.1 >= 0.2 {
         "positional".into()
@@ -513,14 +523,26 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
                 })
                 .collect();
             let (p, s) = posym(l, h);
+            let neighbour = [best.checked_sub(1), Some(best + 1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|d| sl(0).get(d).copied())
+                .reduce(f64::max);
             heads.push(HeadSummary {
                 layer: l,
                 head: h,
                 kv_head: h,
-                label: label(sh, (best, sl(0)[best]), sink[0][i], induction(l, h), (p, s)),
+                label: label(
+                    sh,
+                    ((best, sl(0)[best]), neighbour),
+                    sink[0][i],
+                    induction(l, h),
+                    (p, s),
+                ),
                 slash: Some(HeadSlash {
                     best_delta: best,
                     best_score: sl(0)[best],
+                    neighbour_score: neighbour,
                     random_score_at_best_delta: Some(sl(1)[best]),
                     random_best_delta: Some(rbest),
                     sink: sink[0][i],
