@@ -210,6 +210,23 @@ fn run_in<T: Real>(
     write_scan(&model, outcome, params, &meta, &prompts, staged, start)
 }
 
+/// A warning for each natural prompt whose own text is shorter than the prompt length, and was continued with
+/// the prompt texts that follow it (itself, when it is the only one): the scan measures a repeated text.
+fn continued(meta: &Meta) -> Vec<String> {
+    let Some(set) = meta.prompt_sets.iter().find(|s| s.name == "natural") else {
+        return Vec::new();
+    };
+    (set.own_lengths.iter().zip(&set.lengths).zip(&set.sources))
+        .filter(|((own, len), _)| own < len)
+        .map(|((own, len), source)| {
+            format!(
+                "prompt '{source}' has {own} tokens of its own and was continued to {len} (--length) with the \
+                 prompt texts, cyclically, so part of it repeats; give longer texts or a shorter --length"
+            )
+        })
+        .collect()
+}
+
 /// The shape `meta.json` records of `model`.
 fn model_meta<T: Real>(model: &Model<T>) -> ModelMeta {
     let c = &model.config;
@@ -251,7 +268,12 @@ fn each_layer(c: &ModelConfig, f: impl Fn(&LayerConfig) -> usize) -> Vec<usize> 
 
 /// A prompt set as `meta.json` describes it.
 fn set_meta(name: &str, prompts: &[Prompt]) -> PromptSetMeta {
+    let own: Vec<usize> = prompts.iter().map(|p| p.own_tokens).collect();
     PromptSetMeta {
+        own_lengths: match prompts.iter().any(|p| p.own_tokens < p.ids.len()) {
+            true => own,
+            false => Vec::new(),
+        },
         name: name.into(),
         count: prompts.len(),
         lengths: prompts.iter().map(|p| p.ids.len()).collect(),
@@ -387,13 +409,14 @@ fn write_shard<T: Real>(
 /// files are written, before the report reads the files back.
 fn write_scan<T: Real>(
     model: &Model<T>,
-    outcome: ScanOutcome,
+    mut outcome: ScanOutcome,
     params: &ScanParams,
     meta: &Meta,
     prompts: &Prompts,
     staged: StagedDir,
     start: Instant,
 ) -> Result<ScanSummary> {
+    outcome.summary.warnings.extend(continued(meta));
     let c = &model.config;
     let mut title =
         format!(
@@ -455,9 +478,11 @@ fn natural_set<T: Real>(
         let prompts = npy
             .iter()
             .map(|p| {
+                let ids = crate::io::token_ids::read_file(p)?;
                 Ok(Prompt {
                     source: p.display().to_string(),
-                    ids: crate::io::token_ids::read_file(p)?,
+                    own_tokens: ids.len(),
+                    ids,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

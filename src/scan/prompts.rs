@@ -25,6 +25,8 @@ pub struct Prompt {
     pub source: String,
     /// Token ids.
     pub ids: Vec<u32>,
+    /// Tokens of its own text before it was continued to the prompt length (the whole prompt when it was not).
+    pub own_tokens: usize,
 }
 
 /// `count` natural prompts of exactly `length` tokens: prompt `p` starts with text `p mod n` (BOS first when
@@ -58,6 +60,7 @@ pub fn natural_prompts(
         .map(|p| {
             let first = p % texts.len();
             let mut ids = starts[first][..starts[first].len().min(length)].to_vec();
+            let own_tokens = ids.len();
             let mut next = first + 1;
             while ids.len() < length {
                 ids.extend_from_slice(&pieces[next % texts.len()]);
@@ -67,6 +70,7 @@ pub fn natural_prompts(
             Prompt {
                 source: texts[first].0.clone(),
                 ids,
+                own_tokens,
             }
         })
         .collect())
@@ -95,6 +99,7 @@ pub fn random_prompts(
             }
             Prompt {
                 source: "uniform random ids".into(),
+                own_tokens: ids.len(),
                 ids,
             }
         })

@@ -168,3 +168,48 @@ fn analyses_that_did_not_run_say_so_and_heads_are_counted_as_heads() {
         "a 0 for prompts that never ran"
     );
 }
+
+/// A text prompt shorter than `--length` is continued with the texts, cyclically; the scan says so on stderr, in
+/// `summary.json`'s warnings (which the report shows first) and in `meta.json` (`own_lengths`), instead of
+/// measuring a repeated text in silence.
+#[test]
+fn a_prompt_continued_to_the_length_is_said_to_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("short.txt");
+    std::fs::write(&text, "The cat sat on the mat. It was a sunny day.").unwrap();
+    let model = ropescope_test_support::paths::fixture("converted/llama/model.gguf");
+    let out = dir.path().join("scan");
+    let r = scan(
+        &model,
+        &text,
+        &out,
+        &["--analyses", "slash", "--length", "64"],
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        stderr.contains("was continued to 64 (--length)"),
+        "{stderr}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
+    let own = meta["prompt_sets"][0]["own_lengths"][0].as_u64().unwrap();
+    assert!(own < 64, "{own}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains(&format!("has {own} tokens of its own")));
+    // Long enough: no warning and no own_lengths.
+    let long = dir.path().join("long");
+    let r = scan(
+        &model,
+        &text,
+        &long,
+        &["--analyses", "slash", "--length", "16"],
+    );
+    assert!(r.status.success());
+    let meta = std::fs::read_to_string(long.join("meta.json")).unwrap();
+    assert!(!meta.contains("own_lengths"));
+}
