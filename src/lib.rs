@@ -29,7 +29,7 @@
 //! - [`numeric`] ([`numeric::Real`], the float of `Model<f64>` and `Model<f32>`), [`error`], [`interrupt`]
 //!   (stopping a pass from outside) and [`cli::main`], the command line.
 //!
-//! Everything else is crate-private: the scan's parts and its report, the exports, training, `synth`'s file
+//! Everything else is crate-private: the scan's parts and its report, one head on one prompt (`head`), the exports, training, `synth`'s file
 //! generator, quantization, the kernels, profiling, and the engine's own parts of `model`, `reference` and `io`. The `internals` cargo feature makes it public,
 //! and adds the theory checks and the fuzz harness, for the crate's own tests, benches and fuzz targets only: it
 //! is not API, and may change in any release.
@@ -243,6 +243,7 @@ pub mod tokenizer;
 
 internal_mod! {
     export;
+    head;
     linalg;
     profile;
     quant;

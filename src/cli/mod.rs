@@ -19,6 +19,7 @@ mod compare_scans;
 mod diverge;
 mod duoattention;
 mod figures;
+mod head;
 mod inspect;
 mod merge;
 mod minference;
@@ -73,6 +74,9 @@ enum Command {
     Train(train::Args),
     /// Write DIR/report.html, the self-contained report page of a scan directory.
     Report(report::Args),
+    /// One head on one prompt: its attention map, slash profile, chunk norms and logit spectrum, as .npy, CSV, SVG
+    /// and PNG, and a picture on the terminal.
+    Head(head::Args),
     /// Write every figure of a scan directory as a standalone .svg.
     Figures(figures::Args),
     /// Write a Jupyter notebook that reproduces a scan's figures with numpy and matplotlib.
@@ -157,6 +161,7 @@ fn runs_passes(command: &Command) -> bool {
         Command::Scan(_)
             | Command::Merge(_)
             | Command::Reference(_)
+            | Command::Head(_)
             | Command::Diverge(_)
             | Command::BenchForward(_)
     )
@@ -177,6 +182,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Train(args) => train::run(args),
         Command::Report(args) => report::run(args),
         Command::Figures(args) => figures::run(args),
+        Command::Head(args) => head::run(args),
         Command::ExportNotebook(args) => notebook::run(args),
         Command::ExportMinference(args) => minference::run(args),
         Command::ExportDuoattention(args) => duoattention::run(args),

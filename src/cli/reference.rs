@@ -59,6 +59,26 @@ pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
         .collect()
 }
 
+/// The prompt's ids: `--ids` as given, or the text of `--text` / `--file` tokenized by the model's own tokenizer.
+pub(super) fn prompt_ids(
+    file: &GgufFile,
+    ids: Option<&str>,
+    source: &TextSource,
+) -> anyhow::Result<Vec<u32>> {
+    Ok(match (ids, source.read()?) {
+        (Some(spec), _) => read_ids(spec)?,
+        (None, Some(text)) if text.is_empty() => match &source.file {
+            Some(path) => refuse!(
+                "{} holds no text: the prompt would be empty",
+                path.display()
+            ),
+            None => refuse!("--text is empty: the prompt would be empty"),
+        },
+        (None, Some(text)) => super::tokenize::ids_of_text(file, &text)?,
+        (None, None) => refuse!("give the prompt with --ids, --text TEXT or --file PATH"),
+    })
+}
+
 fn run_in<T: Real + NpyElement>(
     args: &Args,
     file: &GgufFile,
@@ -110,18 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
     )?;
     let file = GgufFile::open(&args.model)?;
-    let ids = match (&args.ids, args.source.read()?) {
-        (Some(spec), _) => read_ids(spec)?,
-        (None, Some(text)) if text.is_empty() => match &args.source.file {
-            Some(path) => refuse!(
-                "{} holds no text: the prompt would be empty",
-                path.display()
-            ),
-            None => refuse!("--text is empty: the prompt would be empty"),
-        },
-        (None, Some(text)) => super::tokenize::ids_of_text(&file, &text)?,
-        (None, None) => refuse!("give the prompt with --ids, --text TEXT or --file PATH"),
-    };
+    let ids = prompt_ids(&file, args.ids.as_deref(), &args.source)?;
     match args.precision {
         Precision::F64 => run_in::<f64>(&args, &file, &ids, staged),
         Precision::F32 => run_in::<f32>(&args, &file, &ids, staged),

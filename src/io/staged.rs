@@ -62,6 +62,11 @@ impl Record {
         file: "meta.json",
         keys: &["producer", "coordinate_order", "complete"],
     };
+    /// One head on one prompt (`head`): `head.json` with `complete`.
+    pub const HEAD: Record = Record {
+        file: "head.json",
+        keys: &["producer", "kv_head", "complete"],
+    };
     /// RoPE tables (`rope`): `meta.json`.
     pub const ROPE_TABLES: Record = Record {
         file: "meta.json",

@@ -34,9 +34,12 @@ pub struct Labels<'a> {
     pub caption: &'a [String],
 }
 
-/// A document with room for the caption; returns it and the plot box (data ranges to be set).
-fn canvas(labels: &Labels, right: f64) -> (Svg, Plot) {
-    let height = TOP + PLOT_H + BELOW + CAPTION_LINE * labels.caption.len() as f64 + 6.0;
+/// A document with room for the caption; returns it and the plot box (data ranges to be set), `PLOT_H` tall, or
+/// as tall as it is wide when `square`.
+fn canvas(labels: &Labels, right: f64, square: bool) -> (Svg, Plot) {
+    let w = WIDTH - LEFT - right;
+    let plot_h = if square { w } else { PLOT_H };
+    let height = TOP + plot_h + BELOW + CAPTION_LINE * labels.caption.len() as f64 + 6.0;
     let mut svg = Svg::new(WIDTH, height);
     svg.text(
         (WIDTH / 2.0, 18.0),
@@ -48,13 +51,13 @@ fn canvas(labels: &Labels, right: f64) -> (Svg, Plot) {
     let plot = Plot {
         x: LEFT,
         y: TOP,
-        w: WIDTH - LEFT - right,
-        h: PLOT_H,
+        w,
+        h: plot_h,
         xr: (0.0, 1.0),
         yr: (0.0, 1.0),
     };
     for (k, line) in labels.caption.iter().enumerate() {
-        let y = TOP + PLOT_H + BELOW + CAPTION_LINE * (k as f64 + 1.0);
+        let y = TOP + plot_h + BELOW + CAPTION_LINE * (k as f64 + 1.0);
         svg.text((8.0, y), line, 10.0, Anchor::Start, false);
     }
     (svg, plot)
@@ -102,7 +105,7 @@ fn max_of(series: &[Series], floor: f64) -> f64 {
 
 /// Grouped bars: bar group `i` holds every series' value `i`. `xticks` label the groups.
 pub fn bars(labels: &Labels, series: &[Series], xticks: &[(f64, String)]) -> String {
-    let (mut svg, mut plot) = canvas(labels, legend_margin(series));
+    let (mut svg, mut plot) = canvas(labels, legend_margin(series), false);
     let n = series.iter().map(|s| s.values.len()).max().unwrap_or(0);
     plot.xr = (-0.5, n as f64 - 0.5);
     plot.yr = (0.0, max_of(series, 0.0) * 1.08);
@@ -129,7 +132,7 @@ pub fn bars(labels: &Labels, series: &[Series], xticks: &[(f64, String)]) -> Str
 
 /// Line profiles over x = 0, 1, …, with an optional dashed horizontal reference `(y, label)`.
 pub fn lines(labels: &Labels, series: &[Series], reference: Option<(f64, &str)>) -> String {
-    let (mut svg, mut plot) = canvas(labels, legend_margin(series));
+    let (mut svg, mut plot) = canvas(labels, legend_margin(series), false);
     let n = series.iter().map(|s| s.values.len()).max().unwrap_or(1);
     plot.xr = (0.0, (n.max(2) - 1) as f64);
     let top = max_of(series, reference.map_or(0.0, |r| r.0)) * 1.08;
@@ -175,7 +178,7 @@ pub struct Point {
 
 /// Points on the plane `[0, 1]²` with the diagonal `y = x` dashed, and a legend of `(colour, name)`.
 pub fn scatter(labels: &Labels, points: &[Point], legend: &[(String, String)]) -> String {
-    let (mut svg, mut plot) = canvas(labels, 110.0);
+    let (mut svg, mut plot) = canvas(labels, 110.0, false);
     plot.w = plot.h;
     svg.line(
         (plot.px(0.0), plot.py(0.0)),
@@ -224,11 +227,13 @@ pub struct HeatmapStyle<'a> {
     pub categorical_rows: bool,
     /// The colour range `(lo, hi)`, values beyond it saturating; `None`: [`value_range`] of the values.
     pub range: Option<(f64, f64)>,
+    /// A square plot (an attention map: keys against queries), taller than the other figures.
+    pub square: bool,
 }
 
 /// A heatmap (a pixelated raster, top row first) with axes and a colour bar scaled to the data's range.
 pub fn heatmap(labels: &Labels, m: &Matrix, style: &HeatmapStyle) -> String {
-    let (mut svg, mut plot) = canvas(labels, 64.0);
+    let (mut svg, mut plot) = canvas(labels, 64.0, style.square);
     let (lo, hi) = style.range.unwrap_or_else(|| value_range(m.values));
     if m.rows > 0 && m.cols > 0 && m.values.len() == m.rows * m.cols {
         let uri = png::data_uri(m.cols, m.rows, |r, c| {

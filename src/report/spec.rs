@@ -164,6 +164,8 @@ impl Spec {
                     x_range: h.x_range,
                     categorical_rows: h.categorical_rows,
                     range: h.range,
+                    // Attention maps (keys against queries) are square.
+                    square: h.rows == h.cols && !h.categorical_rows,
                 };
                 figures::heatmap(&labels, &m, &style)
             }

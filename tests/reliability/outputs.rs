@@ -662,3 +662,47 @@ fn a_killed_single_file_writer_leaves_no_temporary_behind_the_next() {
     names.sort();
     assert_eq!(names, [".out.gguf.Busy01.tmp", "model.gguf", "out.gguf"]);
 }
+
+/// `head` writes its directory whole: `--force` replaces an earlier `head` output, never a folder holding its
+/// model or ids, nor another command's output.
+#[test]
+fn head_never_removes_its_inputs_nor_another_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, bytes) = model_in(dir.path());
+    let ids = dir.path().join("ids.npy");
+    let ids_bytes = write_ids(&ids, 24);
+    let head = |out: &Path, ids: &Path| {
+        let args = vec![
+            "head",
+            arg(&model),
+            "--layer",
+            "1",
+            "--head",
+            "0",
+            "--ids",
+            arg(ids),
+            "--out",
+            arg(out),
+            "--force",
+        ];
+        run(&args)
+    };
+    // The folder holding the model and the ids.
+    assert_refused(&head(dir.path(), &ids), 2, &[INPUT_INSIDE]);
+    assert_eq!(std::fs::read(&model).unwrap(), bytes);
+    assert_eq!(std::fs::read(&ids).unwrap(), ids_bytes);
+    // Its own earlier output is replaced; a reference directory is not.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = elsewhere.path().join("head");
+    assert_ok(&head(&out, &ids));
+    assert_ok(&head(&out, &ids));
+    assert!(out.join("head.json").is_file());
+    let reference_dir = elsewhere.path().join("ref");
+    assert_ok(&run(&reference(&model, &reference_dir, false)));
+    assert_refused(
+        &head(&reference_dir, &ids),
+        2,
+        &["is not an output of this command"],
+    );
+    assert!(reference_dir.join("meta.json").is_file());
+}
