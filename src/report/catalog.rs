@@ -604,10 +604,32 @@ fn usage_map(
             nope.join(", ")
         ));
     }
-    let xticks = chunk_ticks(data, layer.unwrap_or(0), cols)
-        .into_iter()
-        .map(|(c, s)| (c + 0.5, s))
-        .collect();
+    // Layers of different types (Gemma's local and global layers) turn their chunks at different frequencies: a
+    // heatmap of all layers is then indexed by chunk, each type's frequencies stated below it.
+    let types = layer_types(data);
+    let mixed = layer.is_none() && types.len() > 1;
+    if mixed {
+        for (layers, freq) in &types {
+            let turning: Vec<f64> = freq.iter().copied().filter(|g| g.is_finite() && *g > 0.0).collect();
+            let (fast, slow) = (turning.first(), turning.last());
+            caption.push(format!(
+                "layers {}: chunk 0 at g = {}, the slowest turning chunk at g = {}",
+                ranges(layers),
+                fast.map_or("–".into(), |g| tick_label(*g)),
+                slow.map_or("–".into(), |g| tick_label(*g))
+            ));
+        }
+    }
+    let xticks = match mixed {
+        true => (0..cols)
+            .step_by(cols.div_ceil(5).max(1))
+            .map(|c| (c as f64 + 0.5, c.to_string()))
+            .collect(),
+        false => chunk_ticks(data, layer.unwrap_or(0), cols)
+            .into_iter()
+            .map(|(c, s)| (c + 0.5, s))
+            .collect(),
+    };
     let heat = Heat {
         values,
         rows,
@@ -625,9 +647,47 @@ fn usage_map(
         Some(l) => format!("frequency_usage_{which}_L{l}"),
         None => format!("frequency_usage_{which}_layers"),
     };
+    let x = match mixed {
+        true => "chunk l (0 fastest); frequencies by layer type below",
+        false => chunk_axis(data),
+    };
     let spec = Spec {
-        text: text(title, chunk_axis(data), rows_name, caption),
+        text: text(title, x, rows_name, caption),
         plot: Plot::Heatmap(heat),
     };
     FigureSpec::new(name, title.to_string(), Ok(spec))
+}
+
+/// The layers that rotate, grouped by their chunk frequencies (one group per layer type), in layer order; one
+/// group when every layer turns at the same frequencies or `chunk_frequency.npy` is absent.
+fn layer_types(data: &ScanData) -> Vec<(Vec<usize>, Vec<f64>)> {
+    let model = &data.meta.model;
+    let mut types: Vec<(Vec<usize>, Vec<f64>)> = Vec::new();
+    let Some(t) = data.chunk_frequency.as_ref() else {
+        return types;
+    };
+    for l in (0..model.n_layers).filter(|&l| !model.is_nope(l)) {
+        let Some(row) = t.at(&[l]) else { continue };
+        let same = |f: &Vec<f64>| f.iter().zip(row).all(|(a, b)| a.to_bits() == b.to_bits());
+        match types.iter_mut().find(|(_, f)| same(f)) {
+            Some((layers, _)) => layers.push(l),
+            None => types.push((vec![l], row.to_vec())),
+        }
+    }
+    types
+}
+
+/// Layer indices as runs: `0–4, 6–10, 12`.
+fn ranges(layers: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &l in layers {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == l => *end = l,
+            _ => runs.push((l, l)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}–{b}") })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -254,6 +254,11 @@ fn a_p_rope_model_with_layers_of_two_shapes_renders_its_unrotated_share() {
     );
     assert!(dom.contains("<th>L2 global p-RoPE 4/16</th>") && dom.contains("<th>L0</th>"));
     assert!(dom.contains("<th>unrotated (NoPE)</th>"), "no NoPE column");
+    // The heatmap of all layers is indexed by chunk, each layer type's frequencies stated.
+    assert!(
+        dom.contains("layers 0–1, 3–4: chunk 0 at g = 1, the slowest turning chunk at g = 3e-4")
+    );
+    assert!(dom.contains("layers 2, 5: chunk 0 at g = 1, the slowest turning chunk at g = 0.075"));
     // The findings set the fully rotating sliding layers against the partially rotating global ones.
     assert!(dom.contains("<tr data-group=\"rope\"><td>RoPE</td><td>0, 1, 3, 4</td>"));
     assert!(dom.contains("<tr data-group=\"partial\"><td>partial RoPE</td><td>2, 5</td>"));
