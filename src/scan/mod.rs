@@ -24,6 +24,7 @@ internal_mod! {
     report_text;
     shard;
     summary;
+    tables;
 }
 
 #[cfg(feature = "internals")]

@@ -12,7 +12,7 @@ use crate::model::Model;
 use crate::numeric::Real;
 use std::path::Path;
 
-/// Writes `summary.json`, `summary.txt`, `prompts.json`, every array of the analyses that ran, and last
+/// Writes `summary.json`, `summary.txt`, `prompts.json`, the CSV tables (`tables/`), every array of the analyses that ran, and last
 /// `meta.json` (whose `complete` marks a finished scan), into `dir` (created if needed).
 pub fn write<T: Real>(
     dir: &Path,
@@ -29,6 +29,7 @@ pub fn write<T: Real>(
     write_atomic(&dir.join(files::SUMMARY_TEXT), |w| {
         w.write_all(summary_text.as_bytes())
     })?;
+    super::tables::write(dir, &outcome.summary)?;
     let c = &model.config;
     let grid = [c.n_layers, c.n_heads];
     write_set(dir, "natural", &outcome.natural, grid, params)?;

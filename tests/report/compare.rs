@@ -264,7 +264,9 @@ fn two_scans_side_by_side() {
     std::fs::create_dir(&incomplete).unwrap();
     for entry in std::fs::read_dir(&gemma).unwrap() {
         let entry = entry.unwrap();
-        std::fs::copy(entry.path(), incomplete.join(entry.file_name())).unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), incomplete.join(entry.file_name())).unwrap();
+        }
     }
     let meta_path = incomplete.join("meta.json");
     let mut meta: serde_json::Value =

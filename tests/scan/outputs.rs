@@ -213,3 +213,56 @@ fn a_prompt_continued_to_the_length_is_said_to_repeat() {
     let meta = std::fs::read_to_string(long.join("meta.json")).unwrap();
     assert!(!meta.contains("own_lengths"));
 }
+
+/// `tables/`: the per-head numbers, the claims and the slash-dominant heads per offset as CSV, each value equal
+/// to `summary.json`'s (written in Rust's shortest round-trip form), an empty cell where nothing was measured.
+#[test]
+fn csv_tables_hold_the_summary_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, prompt) = inputs(dir.path());
+    let out = dir.path().join("scan");
+    let r = scan(
+        &model,
+        &prompt,
+        &out,
+        &["--analyses", "slash,rank", "--kappa", "0.05"],
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let heads = std::fs::read_to_string(out.join("tables/heads.csv")).unwrap();
+    let mut lines = heads.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let json_heads = summary["heads"].as_array().unwrap();
+    assert_eq!(rows.len(), json_heads.len());
+    for (row, h) in rows.iter().zip(json_heads) {
+        assert_eq!(row[col("label")], h["label"].as_str().unwrap());
+        let best: f64 = row[col("best_score")].parse().unwrap();
+        assert_eq!(best, h["slash"]["best_score"].as_f64().unwrap());
+        let q: f64 = row[col("q_rank_one_share")].parse().unwrap();
+        assert_eq!(q, h["rank"]["q_rank_one_share"].as_f64().unwrap());
+        // Not run: empty, never 0.
+        assert_eq!(row[col("amplitude_high")], "");
+        assert_eq!(row[col("s_pos")], "");
+    }
+    let claims = std::fs::read_to_string(out.join("tables/claims.csv")).unwrap();
+    for c in summary["claims"].as_array().unwrap() {
+        let line = claims
+            .lines()
+            .find(|l| l.starts_with(&format!("{},", c["id"].as_str().unwrap())))
+            .unwrap();
+        assert!(
+            line.contains(&format!(",{},", c["verdict"].as_str().unwrap())),
+            "{line}"
+        );
+    }
+    let per_delta = std::fs::read_to_string(out.join("tables/sdh_per_delta.csv")).unwrap();
+    assert!(per_delta.starts_with("delta,natural_heads,random_heads\n"));
+    // The random prompts did not run: their column is empty.
+    assert!(
+        per_delta.lines().skip(1).all(|l| l.ends_with(',')),
+        "{per_delta}"
+    );
+}

@@ -16,15 +16,24 @@ fn meta_without_run_fields(dir: &Path) -> serde_json::Value {
     v
 }
 
-/// Asserts that `merged` is the scan directory `one` is: the same file names; every file but `meta.json` and
-/// `report.html` equal byte for byte; `meta.json` equal but for [`RUN_FIELDS`]; and, once `merged` is given
+/// Asserts that `merged` is the scan directory `one` is: the same file names (those of `tables/` too); every
+/// file but `meta.json` and `report.html` equal byte for byte; `meta.json` equal but for [`RUN_FIELDS`]; and, once `merged` is given
 /// `one`'s `meta.json`, `ropescope report` writing the same `report.html` bytes in both.
 pub fn assert_same_scan(one: &Path, merged: &Path) {
     let names = |d: &Path| {
-        let mut v: Vec<String> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut v: Vec<String> = Vec::new();
+        for e in std::fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.file_type().unwrap().is_dir() {
+                true => v.extend(
+                    std::fs::read_dir(e.path())
+                        .unwrap()
+                        .map(|f| format!("{name}/{}", f.unwrap().file_name().to_string_lossy())),
+                ),
+                false => v.push(name),
+            }
+        }
         v.sort();
         v
     };
