@@ -660,7 +660,7 @@ fn usage_map(
 
 /// The layers that rotate, grouped by their chunk frequencies (one group per layer type), in layer order; one
 /// group when every layer turns at the same frequencies or `chunk_frequency.npy` is absent.
-fn layer_types(data: &ScanData) -> Vec<(Vec<usize>, Vec<f64>)> {
+pub(crate) fn layer_types(data: &ScanData) -> Vec<(Vec<usize>, Vec<f64>)> {
     let model = &data.meta.model;
     let mut types: Vec<(Vec<usize>, Vec<f64>)> = Vec::new();
     let Some(t) = data.chunk_frequency.as_ref() else {
@@ -678,7 +678,7 @@ fn layer_types(data: &ScanData) -> Vec<(Vec<usize>, Vec<f64>)> {
 }
 
 /// Layer indices as runs: `0–4, 6–10, 12`.
-fn ranges(layers: &[usize]) -> String {
+pub(crate) fn ranges(layers: &[usize]) -> String {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for &l in layers {
         match runs.last_mut() {

@@ -73,6 +73,7 @@ pub fn render(data: &ScanData) -> String {
     );
     warnings(&mut out, data);
     super::findings_html::render(&mut out, data);
+    super::glossary::render(&mut out, data);
     contents(&mut out);
     grid(&mut out, data);
     let mut model_figures = Map::new();
@@ -163,6 +164,7 @@ fn contents(out: &mut String) {
          <a href=\"#f-top\">top heads</a> · <a href=\"#f-bands\">bands</a> · \
          <a href=\"#f-posym\">positional–symbolic</a> · <a href=\"#f-ablation\">ablation</a> · \
          <a href=\"#f-cs\">Cauchy–Schwarz</a> · <a href=\"#f-detectors\">detectors</a> · <a href=\"#f-cone\">cone</a></li>\
+         <li><a href=\"#glossary\">Definitions and parameters</a></li>\
          <li><a href=\"#grid\">Head labels</a> (each cell opens the head's card)</li>\
          <li><a href=\"#model\">Model-wide figures and tables</a></li>\
          <li><a href=\"#heads\">Per-head cards</a></li>\

@@ -10,6 +10,7 @@ pub mod data;
 pub mod figures;
 pub mod findings;
 pub mod findings_html;
+pub mod glossary;
 pub mod html;
 pub mod png;
 pub mod spec;

@@ -278,3 +278,25 @@ fn a_directory_without_its_completion_record_is_refused() {
         assert!(!dir.path().join(REPORT_FILE).exists());
     }
 }
+
+/// The definitions section names every score and parameter with the value this scan used: κ and Δmax, the band
+/// edges with the number of chunks in each band per layer type, the posym test's m and τ, the prompts and which
+/// of them the multi-pass analyses use, and that the ablation runs without retraining.
+#[test]
+fn definitions_give_each_parameter_its_value() {
+    let dir = example();
+    let html = report_of(dir.path());
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("meta.json")).unwrap()).unwrap();
+    let section = &html[html.find("<section id=\"glossary\">").expect("glossary")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    let p = &meta["parameters"];
+    assert!(section.contains(&format!("κ = {}", p["kappa"])));
+    assert!(section.contains(&format!("Δ = 0..{}", p["delta_max"])));
+    assert!(section.contains("m = 8, τ = 0.1"));
+    assert!(section.contains("multi-pass analyses: first 2 natural"));
+    assert!(section.contains("without retraining"));
+    // The example's 4 chunks of heads of 8: g = 10000^(−2l/8) = 1, 0.1, 0.01, 0.001: two high (g ≥ 0.1), one
+    // medium (0.01, on the low edge), one low.
+    assert!(section.contains("layers 0–1: 1 low, 1 medium, 2 high"), "{section}");
+}
