@@ -38,6 +38,17 @@ pub fn render(out: &mut String, data: &ScanData) {
     out.push_str("</section>\n");
 }
 
+/// Which prompts a multi-pass analysis's numbers come from (its slash peaks differ from those over all natural
+/// prompts for that reason).
+fn multi_pass_set(out: &mut String) {
+    let _ = write!(
+        out,
+        "<p class=\"set\">Measured on the first {} natural prompts, as every multi-pass analysis is; a head's \
+         slash peak here can differ from its score over all natural prompts in the other tables.</p>",
+        crate::scan::external::MULTI_PASS_PROMPTS
+    );
+}
+
 /// A number, or "not run" where its analysis did not run.
 fn or_not_run(v: Option<String>) -> String {
     v.unwrap_or_else(|| "<span class=\"missing\">not run</span>".into())
@@ -161,7 +172,8 @@ fn sdh(out: &mut String, data: &ScanData) {
 }
 
 fn top_heads(out: &mut String, data: &ScanData) {
-    out.push_str("<h3 id=\"f-top\">Top heads of each kind</h3><table id=\"top-heads\" class=\"sortable\"><tr><th>label</th><th>heads</th><th>score</th><th>strongest first</th></tr>");
+    out.push_str("<h3 id=\"f-top\">Top heads of each kind</h3><p class=\"set\">Scores over all natural prompts \
+         (the detectors' over their own prompts).</p><table id=\"top-heads\" class=\"sortable\"><tr><th>label</th><th>heads</th><th>score</th><th>strongest first</th></tr>");
     for t in findings::top_heads(data) {
         let heads: Vec<String> = t
             .heads
@@ -251,6 +263,7 @@ fn bands(out: &mut String, data: &ScanData) {
 
 fn posym(out: &mut String, data: &ScanData) {
     out.push_str("<h3 id=\"f-posym\">Positional and symbolic heads</h3>");
+    multi_pass_set(out);
     match findings::posym_correlation(data) {
         Some((r, n)) => {
             let _ = write!(
@@ -265,6 +278,7 @@ fn posym(out: &mut String, data: &ScanData) {
 
 fn ablation(out: &mut String, data: &ScanData) {
     out.push_str("<h3 id=\"f-ablation\">Frequency ablation: next-token loss change</h3>");
+    multi_pass_set(out);
     let Some(losses) = findings::ablation_losses(data) else {
         return not_run(out, "ablation");
     };
@@ -321,6 +335,7 @@ fn ablation_chart(out: &mut String, losses: &[(serde_json::Value, f64)]) {
 
 fn alignment(out: &mut String, data: &ScanData) {
     out.push_str("<h3 id=\"f-cs\">Cauchy–Schwarz alignment</h3>");
+    multi_pass_set(out);
     let Some(rows) = findings::alignment(data) else {
         return not_run(out, "cauchy-schwarz");
     };
