@@ -111,10 +111,10 @@ pub fn model_wide(data: &ScanData) -> Vec<Figure> {
         .collect()
 }
 
-/// Model-wide figures as data: the positional–symbolic plane, then the frequency-usage heatmaps (per layer,
-/// q then k, each followed by its layer overview).
+/// Model-wide figures as data: the positional–symbolic plane, the slash score over Δ, then the frequency-usage
+/// heatmaps (per layer, q then k, each followed by its layer overview).
 pub fn model_wide_specs(data: &ScanData) -> Vec<FigureSpec> {
-    let mut out = vec![posym_plane(data)];
+    let mut out = vec![posym_plane(data), slash_by_delta(data)];
     out.extend(frequency_usage(data));
     out
 }
@@ -491,6 +491,48 @@ pub fn posym_scores(h: &crate::scan::format::HeadSummary) -> Option<(f64, f64)> 
     let p = h.posym.as_ref()?;
     let get = |k: &str| p.get(k)?.as_f64();
     Some((get(POSYM_FIELDS.0)?, get(POSYM_FIELDS.1)?))
+}
+
+/// The slash score over Δ of the whole model: the mean over heads and the largest head, on natural and (where
+/// they ran) random prompts, with κ.
+fn slash_by_delta(data: &ScanData) -> FigureSpec {
+    let (name, title) = (
+        "slash_by_delta".to_string(),
+        "slash score over Δ, all heads".to_string(),
+    );
+    let mut series = Vec::new();
+    for (set, tensor) in data.slash.iter().enumerate() {
+        let Some(t) = tensor else { continue };
+        let width = t.shape[2];
+        let heads = t.data.len() / width.max(1);
+        let at = |d: usize| (0..heads).map(move |h| t.data[h * width + d]);
+        let mean: Vec<f64> = (0..width)
+            .map(|d| at(d).sum::<f64>() / heads.max(1) as f64)
+            .collect();
+        let max: Vec<f64> = (0..width).map(|d| at(d).fold(0.0, f64::max)).collect();
+        series.push((format!("mean over heads, {}", set_name(set)), mean));
+        series.push((format!("largest head, {}", set_name(set)), max));
+    }
+    if series.is_empty() {
+        return FigureSpec::new(name, title, Err(not_run("slash", "slash_natural.npy")));
+    }
+    let kappa = data.meta.parameters.kappa;
+    let spec = Spec {
+        text: text(
+            &title,
+            "offset Δ",
+            "SlashScore(Δ)",
+            vec![
+                "SlashScore(Δ): mean attention on the Δ-th sub-diagonal, over each set's prompts".into(),
+                format!("a head reaching κ = {kappa} at some Δ is slash-dominant there"),
+            ],
+        ),
+        plot: Plot::Lines {
+            series,
+            reference: Some((kappa, "κ".into())),
+        },
+    };
+    FigureSpec::new(name, title, Ok(spec))
 }
 
 /// All heads on the positional–symbolic plane, coloured by label.

@@ -282,6 +282,16 @@ fn model_wide(out: &mut String, data: &ScanData, figures_json: &mut Map<String, 
     let plane = lazy_figures(out, figures.by_ref().take(1).collect());
     debug_assert_eq!(plane, Value::Array(Vec::new()), "the plane is inline SVG");
     out.push_str("</div>\n");
+    let _ = write!(
+        out,
+        "{}<summary><h3>Slash score over Δ, all heads</h3></summary><div class=\"figs\">",
+        lazy_details("slash-by-delta", MODEL_FIGURES, "slash-by-delta", true)
+    );
+    figures_json.insert(
+        "slash-by-delta".to_string(),
+        lazy_figures(out, figures.by_ref().take(1).collect()),
+    );
+    out.push_str("</div></details>\n");
     let (layers, overview): (Vec<FigureSpec>, Vec<FigureSpec>) =
         figures.partition(|f| f.name.contains("_L"));
     let count = layers.len();

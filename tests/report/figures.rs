@@ -10,8 +10,8 @@ fn every_figure_is_well_formed_svg_with_axes() {
     let dir = example();
     let data = ScanData::open(dir.path()).unwrap();
     let figures = catalog::all(&data, Options { max_map_side: None });
-    // Model-wide: plane, q and k usage per layer plus their layer overviews; per head: six figures.
-    assert_eq!(figures.len(), 1 + 2 * (L + 1) + L * H * 6);
+    // Model-wide: plane, slash over Δ, q and k usage per layer plus their layer overviews; per head: six figures.
+    assert_eq!(figures.len(), 2 + 2 * (L + 1) + L * H * 6);
     for f in &figures {
         let svg = f
             .content
@@ -73,13 +73,41 @@ fn figures_command_writes_one_svg_per_figure() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     // The figures and their record, figures.json.
-    assert_eq!(names.len(), 1 + 2 * (L + 1) + L * H * 6 + 1);
+    assert_eq!(names.len(), 2 + 2 * (L + 1) + L * H * 6 + 1);
     for n in [
         "posym_plane.svg",
+        "slash_by_delta.svg",
         "frequency_usage_q_L1.svg",
         "L1H0_slash.svg",
         "L1H2_attention_random.svg",
     ] {
         assert!(names.iter().any(|x| x == n), "{n} missing");
     }
+}
+
+/// The model-wide slash profile: at every Δ, the mean over heads and the largest head of `slash_{set}.npy`.
+#[test]
+fn slash_over_delta_is_the_mean_and_largest_head_of_the_files() {
+    let dir = example();
+    let data = ScanData::open(dir.path()).unwrap();
+    let spec = catalog::model_wide_specs(&data)
+        .into_iter()
+        .find(|f| f.name == "slash_by_delta")
+        .unwrap()
+        .spec
+        .unwrap();
+    let ropescope::report::spec::Plot::Lines { series, reference } = spec.plot else {
+        panic!("a line plot")
+    };
+    assert_eq!(reference.map(|r| r.0), Some(data.meta.parameters.kappa));
+    let a = ropescope::io::npy::Array::read(&dir.path().join("slash_natural.npy")).unwrap();
+    let (w, v) = (a.shape[2], a.to_f64());
+    let heads = v.len() / w;
+    for d in 0..w {
+        let column: Vec<f64> = (0..heads).map(|h| v[h * w + d]).collect();
+        let mean = column.iter().sum::<f64>() / heads as f64;
+        assert!((series[0].1[d] - mean).abs() < 1e-15);
+        assert_eq!(series[1].1[d], column.iter().cloned().fold(0.0, f64::max));
+    }
+    assert_eq!(series.len(), 4, "natural and random");
 }

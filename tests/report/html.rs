@@ -298,5 +298,8 @@ fn definitions_give_each_parameter_its_value() {
     assert!(section.contains("without retraining"));
     // The example's 4 chunks of heads of 8: g = 10000^(−2l/8) = 1, 0.1, 0.01, 0.001: two high (g ≥ 0.1), one
     // medium (0.01, on the low edge), one low.
-    assert!(section.contains("layers 0–1: 1 low, 1 medium, 2 high"), "{section}");
+    assert!(
+        section.contains("layers 0–1: 1 low, 1 medium, 2 high"),
+        "{section}"
+    );
 }
