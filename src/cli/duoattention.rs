@@ -20,6 +20,10 @@ pub struct Args {
 /// Runs `export-duoattention`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let path = crate::export::duoattention::write(&args.dir, args.out.as_deref(), args.force)?;
+    eprintln!(
+        "each key/value head's value: 1 − its local recall, the share of its query heads' attention beyond key 0 \
+         and the last Δmax + 1 keys (the window in config.json); 0 streams, 1 keeps the full cache"
+    );
     println!("{}", path.display());
     Ok(())
 }

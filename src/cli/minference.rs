@@ -14,7 +14,16 @@ pub struct Args {
 
 /// Runs `export-minference`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    use crate::export::minference::{GENERAL_BUDGET, SINK_BUDGET, SLASH_BUDGET};
     let path = crate::export::minference::write(&args.dir, args.out.as_deref())?;
+    let b = |(v, s): (usize, usize)| format!("{v} vertical, {s} slash");
+    eprintln!(
+        "budgets by label (MInference's own three): sink heads {}; diagonal, previous-token and slash heads {}; \
+         other heads {}",
+        b(SINK_BUDGET),
+        b(SLASH_BUDGET),
+        b(GENERAL_BUDGET)
+    );
     println!("{}", path.display());
     Ok(())
 }

@@ -107,13 +107,15 @@ pub fn build(data: &ScanData, scan_path: &str) -> Value {
         .collect();
     if !maps.is_empty() {
         let mut code = format!(
-            "fig, axes = plt.subplots(1, {n}, figsize=({w}, 4), squeeze=False)\n",
+            // Constrained layout and two-line titles keep the maps' titles apart.
+            "fig, axes = plt.subplots(1, {n}, figsize=({w}, 4.5), squeeze=False, layout=\"constrained\")\n",
             n = maps.len(),
-            w = 5 * maps.len()
+            w = 6 * maps.len()
         );
         for (k, file) in maps.iter().enumerate() {
+            let set = if file.contains("random") { "random" } else { "natural" };
             code.push_str(&format!(
-                "m = load(\"{file}\")[LAYER, HEAD]\nim = axes[0, {k}].imshow(m, cmap=\"viridis\", norm=PowerNorm(0.5), interpolation=\"nearest\")\naxes[0, {k}].set_title(\"{file}: first prompt, {{0}}×{{0}} map\".format(m.shape[0]))\naxes[0, {k}].set_xlabel(\"key bin\"); axes[0, {k}].set_ylabel(\"query bin\")\nfig.colorbar(im, ax=axes[0, {k}], label=\"attention (√ scale)\")\n"
+                "m = load(\"{file}\")[LAYER, HEAD]\nim = axes[0, {k}].imshow(m, cmap=\"viridis\", norm=PowerNorm(0.5), interpolation=\"nearest\")\naxes[0, {k}].set_title(\"first {set} prompt\\n{{0}}×{{0}} block means\".format(m.shape[0]), fontsize=10)\naxes[0, {k}].set_xlabel(\"key bin\"); axes[0, {k}].set_ylabel(\"query bin\")\nfig.colorbar(im, ax=axes[0, {k}], label=\"attention (√ scale)\")\n"
             ));
         }
         code.push_str("plt.show()");

@@ -7,14 +7,24 @@ use ropescope_test_support::report::{example, H, L};
 fn patterns_have_minference_shape_and_budgets() {
     let dir = example();
     let out = dir.path().join("patterns.json");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ropescope"))
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_ropescope"))
         .arg("export-minference")
         .arg(dir.path())
         .arg("--out")
         .arg(&out)
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(run.status.success());
+    // The budgets are stated where the export is made, and stdout is the file alone.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("sink heads 3500 vertical, 100 slash"),
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout).trim(),
+        out.display().to_string()
+    );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let layers = v.as_array().unwrap();
     assert_eq!(layers.len(), L);
