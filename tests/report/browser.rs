@@ -5,6 +5,7 @@
 //! `ROPESCOPE_SKIP_BROWSER=1`, when they say they skipped. How fast the page paints is measured by
 //! `cargo bench --bench report_page`, not here; here its size is held to a budget.
 
+use ropescope_test_support::paths;
 use ropescope_test_support::report::browser::{chromium, console_errors, dump_dom, file_url, run};
 use ropescope_test_support::report::headlines;
 use ropescope_test_support::report::{example, write_scan, SMOLLM2};
@@ -273,4 +274,29 @@ fn a_p_rope_model_with_layers_of_two_shapes_renders_its_unrotated_share() {
         opened.contains("unrotated (NoPE)"),
         "the card states no NoPE share"
     );
+}
+
+/// The reports of the two real models open with the papers' claims, each rendered verdict and value equal to
+/// `summary.json`'s, and every other headline of the page equal to its file (two prompts of 64 tokens each,
+/// every analysis).
+#[test]
+fn real_models_reports_open_with_their_claims() {
+    let Some(chromium) = chromium() else { return };
+    let work = tempfile::tempdir().unwrap();
+    for model in [paths::SMOLLM2, paths::GEMMA3] {
+        let out = work.path().join(model);
+        let mut req = ropescope::scan::ScanRequest::new(paths::model(model));
+        req.count = Some(2);
+        req.params.prompt_length = 64;
+        req.command = vec!["ropescope".into(), "scan".into(), model.into()];
+        let summary = ropescope::scan::run(&req, &out, &ropescope::scan::NoProgress).unwrap();
+        let page = summary.report.expect("a whole scan has a report");
+        let dom = dump_dom(
+            &chromium,
+            &work.path().join("profile"),
+            &file_url(&page, None),
+        );
+        let checked = headlines::check(&dom, &out);
+        assert!(checked >= 20, "{model}: {checked} numbers checked");
+    }
 }
