@@ -1,7 +1,7 @@
 //! `ropescope bench-forward`: wall-clock time of model load and of the forward pass, as JSON, for the peer
 //! comparison in `benches/peers/compare.py`.
 
-use super::reference::read_ids;
+use super::prompt::read_ids;
 use crate::capture::{CollectSink, NoCapture};
 use crate::gguf::GgufFile;
 use crate::model::{ForwardOptions, Model};

@@ -1,6 +1,6 @@
 //! `ropescope diverge`: where another engine's per-layer tensors first leave ropescope's float64 pass.
 
-use super::reference::read_ids;
+use super::prompt::read_ids;
 use crate::gguf::GgufFile;
 use crate::io::inputs::Inputs;
 use crate::io::{check_output_file, write_json};

@@ -5,11 +5,10 @@ use super::args::{parse_rows, TextSource};
 use crate::gguf::GgufFile;
 use crate::head::write::{terminal_map, write, HeadRecord};
 use crate::head::{measure, HeadRequest, DEFAULT_DELTA_MAX};
-use crate::io::inputs::Inputs;
-use crate::io::staged::{Record, StagedDir, Staging};
+use crate::io::staged::{Record, StagedDir};
 use crate::model::Model;
 use crate::numeric::{Precision, Real};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Rows and columns of the terminal picture of the map.
 const TERMINAL_SIDE: usize = 48;
@@ -102,22 +101,13 @@ fn run_in<T: Real>(
 
 /// Runs `head`; the output directory is checked and staged before anything is read.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let inputs = Inputs::new(
-        [Some(args.model.as_path()), args.source.file.as_deref()]
-            .into_iter()
-            .flatten()
-            .chain(args.ids.as_deref().map(Path::new)),
-    );
-    let staged = StagedDir::begin(
+    let (staged, file, ids) = super::prompt::staged_with_prompt(
+        &args.model,
+        (args.ids.as_deref(), &args.source),
         &args.out,
-        &Staging {
-            force: args.force,
-            inputs: &inputs,
-            records: &[Record::HEAD],
-        },
+        args.force,
+        Record::HEAD,
     )?;
-    let file = GgufFile::open(&args.model)?;
-    let ids = super::reference::prompt_ids(&file, args.ids.as_deref(), &args.source)?;
     match args.precision {
         Precision::F64 => run_in::<f64>(&args, &file, ids, staged),
         Precision::F32 => run_in::<f32>(&args, &file, ids, staged),

@@ -24,6 +24,7 @@ mod inspect;
 mod merge;
 mod minference;
 mod notebook;
+mod prompt;
 mod reference;
 mod report;
 mod rope;
