@@ -207,10 +207,10 @@ pub struct PromptSetMeta {
     pub lengths: Vec<usize>,
     /// Where each prompt came from: a built-in text's name, a file path, or `"uniform random ids"`.
     pub sources: Vec<String>,
-    /// Tokens of each prompt's own text before it was continued to its length with the texts after it
-    /// (cyclically: a single short text repeats itself); written only when some prompt was.
+    /// Where each prompt starts over with its own text (`null` for one that does not): the texts hold fewer
+    /// tokens than the prompt length, so its continuation wraps around; written only when some prompt does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub own_lengths: Vec<usize>,
+    pub repeats_from: Vec<Option<usize>>,
 }
 
 /// `summary.json`: every head's scores and label, and model-wide results.

@@ -210,18 +210,19 @@ fn run_in<T: Real>(
     write_scan(&model, outcome, params, &meta, &prompts, staged, start)
 }
 
-/// A warning for each natural prompt whose own text is shorter than the prompt length, and was continued with
-/// the prompt texts that follow it (itself, when it is the only one): the scan measures a repeated text.
+/// A warning for each natural prompt that starts over with its own text (the texts hold fewer tokens than the
+/// prompt length, so the continuation wraps around): the scan would otherwise measure a repeated text in
+/// silence.
 fn continued(meta: &Meta) -> Vec<String> {
     let Some(set) = meta.prompt_sets.iter().find(|s| s.name == "natural") else {
         return Vec::new();
     };
-    (set.own_lengths.iter().zip(&set.lengths).zip(&set.sources))
-        .filter(|((own, len), _)| own < len)
-        .map(|((own, len), source)| {
+    (set.repeats_from.iter().zip(&set.lengths).zip(&set.sources))
+        .filter_map(|((from, len), source)| Some((from.as_ref()?, len, source)))
+        .map(|(from, len, source)| {
             format!(
-                "prompt '{source}' has {own} tokens of its own and was continued to {len} (--length) with the \
-                 prompt texts, cyclically, so part of it repeats; give longer texts or a shorter --length"
+                "prompt '{source}' starts over at token {from} of {len}: the prompt texts hold fewer tokens than \
+                 --length, so from there it repeats; give longer texts or a shorter --length"
             )
         })
         .collect()
@@ -268,10 +269,9 @@ fn each_layer(c: &ModelConfig, f: impl Fn(&LayerConfig) -> usize) -> Vec<usize> 
 
 /// A prompt set as `meta.json` describes it.
 fn set_meta(name: &str, prompts: &[Prompt]) -> PromptSetMeta {
-    let own: Vec<usize> = prompts.iter().map(|p| p.own_tokens).collect();
     PromptSetMeta {
-        own_lengths: match prompts.iter().any(|p| p.own_tokens < p.ids.len()) {
-            true => own,
+        repeats_from: match prompts.iter().any(|p| p.repeats_from.is_some()) {
+            true => prompts.iter().map(|p| p.repeats_from).collect(),
             false => Vec::new(),
         },
         name: name.into(),
@@ -481,7 +481,7 @@ fn natural_set<T: Real>(
                 let ids = crate::io::token_ids::read_file(p)?;
                 Ok(Prompt {
                     source: p.display().to_string(),
-                    own_tokens: ids.len(),
+                    repeats_from: None,
                     ids,
                 })
             })

@@ -25,8 +25,9 @@ pub struct Prompt {
     pub source: String,
     /// Token ids.
     pub ids: Vec<u32>,
-    /// Tokens of its own text before it was continued to the prompt length (the whole prompt when it was not).
-    pub own_tokens: usize,
+    /// The position where the prompt starts over with its own first text, when the texts hold fewer tokens
+    /// than the prompt length and its continuation wraps around: from there it repeats itself.
+    pub repeats_from: Option<usize>,
 }
 
 /// `count` natural prompts of exactly `length` tokens: prompt `p` starts with text `p mod n` (BOS first when
@@ -60,9 +61,12 @@ pub fn natural_prompts(
         .map(|p| {
             let first = p % texts.len();
             let mut ids = starts[first][..starts[first].len().min(length)].to_vec();
-            let own_tokens = ids.len();
+            let mut repeats_from = None;
             let mut next = first + 1;
             while ids.len() < length {
+                if next % texts.len() == first && repeats_from.is_none() {
+                    repeats_from = Some(ids.len());
+                }
                 ids.extend_from_slice(&pieces[next % texts.len()]);
                 next += 1;
             }
@@ -70,7 +74,7 @@ pub fn natural_prompts(
             Prompt {
                 source: texts[first].0.clone(),
                 ids,
-                own_tokens,
+                repeats_from,
             }
         })
         .collect())
@@ -99,7 +103,7 @@ pub fn random_prompts(
             }
             Prompt {
                 source: "uniform random ids".into(),
-                own_tokens: ids.len(),
+                repeats_from: None,
                 ids,
             }
         })

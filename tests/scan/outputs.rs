@@ -169,8 +169,8 @@ fn analyses_that_did_not_run_say_so_and_heads_are_counted_as_heads() {
     );
 }
 
-/// A text prompt shorter than `--length` is continued with the texts, cyclically; the scan says so on stderr, in
-/// `summary.json`'s warnings (which the report shows first) and in `meta.json` (`own_lengths`), instead of
+/// A single text prompt shorter than `--length` is continued with itself; the scan says so on stderr, in
+/// `summary.json`'s warnings (which the report shows first) and in `meta.json` (`repeats_from`), instead of
 /// measuring a repeated text in silence.
 #[test]
 fn a_prompt_continued_to_the_length_is_said_to_repeat() {
@@ -187,21 +187,16 @@ fn a_prompt_continued_to_the_length_is_said_to_repeat() {
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let stderr = String::from_utf8_lossy(&r.stderr);
-    assert!(
-        stderr.contains("was continued to 64 (--length)"),
-        "{stderr}"
-    );
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
-    let own = meta["prompt_sets"][0]["own_lengths"][0].as_u64().unwrap();
-    assert!(own < 64, "{own}");
+    let from = meta["prompt_sets"][0]["repeats_from"][0].as_u64().unwrap();
+    assert!(from > 0 && from < 64, "{from}");
+    let words = format!("starts over at token {from} of 64");
+    assert!(stderr.contains(&words), "{stderr}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    assert!(summary["warnings"][0]
-        .as_str()
-        .unwrap()
-        .contains(&format!("has {own} tokens of its own")));
-    // Long enough: no warning and no own_lengths.
+    assert!(summary["warnings"][0].as_str().unwrap().contains(&words));
+    // Long enough: no warning and no repeats_from.
     let long = dir.path().join("long");
     let r = scan(
         &model,
@@ -211,7 +206,7 @@ fn a_prompt_continued_to_the_length_is_said_to_repeat() {
     );
     assert!(r.status.success());
     let meta = std::fs::read_to_string(long.join("meta.json")).unwrap();
-    assert!(!meta.contains("own_lengths"));
+    assert!(!meta.contains("repeats_from"));
 }
 
 /// `tables/`: the per-head numbers, the claims and the slash-dominant heads per offset as CSV, each value equal

@@ -662,7 +662,7 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
         .collect();
     write_json(&dir.join(files::PROMPTS), &Prompts { natural, random }).unwrap();
     let set = |name: &str, source: &str| PromptSetMeta {
-        own_lengths: Vec::new(),
+        repeats_from: Vec::new(),
         name: name.into(),
         count: 2,
         lengths: vec![sh.n, sh.n],
