@@ -174,6 +174,9 @@ impl Text {
         uncertainty: Option<Interval>,
         (verdict, rule, note): (Verdict, String, String),
     ) -> Claim {
+        if !value.is_finite() {
+            return self.not_measurable(rule, "the statistic is not a finite number on this model");
+        }
         Claim {
             id: self.id.into(),
             paper: self.paper.into(),
@@ -183,7 +186,8 @@ impl Text {
                 value,
                 n,
             }),
-            uncertainty,
+            // An interval no resample could give (every one degenerate) is none: never a NaN in the file.
+            uncertainty: uncertainty.filter(|i| i.low.is_finite() && i.high.is_finite()),
             verdict,
             rule,
             note,
