@@ -194,14 +194,7 @@ pub fn run<T: Real>(
     let c = &model.config;
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
     // Each layer's chunk frequencies, and the reference layer: the first with the most chunks.
-    let frequencies: Vec<Vec<f64>> = (c.layers.iter())
-        .map(|l| {
-            let spec = l.rope.spec(longest);
-            (0..spec.n_chunks())
-                .map(|i| spec.frequency::<f64>(i))
-                .collect()
-        })
-        .collect();
+    let frequencies = c.chunk_frequencies(longest);
     let reference = (0..frequencies.len())
         .rev() // `max_by_key` keeps the last maximum: reversed, the first layer with the most chunks
         .max_by_key(|&l| frequencies[l].len())

@@ -150,7 +150,7 @@ pub fn measure<T: Real>(model: &Model<T>, req: &HeadRequest) -> Result<HeadView>
         slash,
         sink: sink_score,
         learned_sink,
-        frequencies: (0..spec.n_chunks()).map(|l| spec.frequency(l)).collect(),
+        frequencies: spec.inv_freq.clone(),
         chunk_norms: (mean_chunk_norms(&q, d, spec), mean_chunk_norms(&k, d, spec)),
         unrotated_amplitude: spectrum.unrotated_amplitude,
         spectrum: spectrum.terms,

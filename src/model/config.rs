@@ -362,4 +362,13 @@ impl ModelConfig {
     pub fn rope_specs(&self, n_tokens: usize) -> Vec<RopeSpec> {
         self.layers.iter().map(|l| l.rope.spec(n_tokens)).collect()
     }
+
+    /// Every layer's chunk frequencies (radians per token, chunk 0 fastest; 0 for a chunk that does not turn,
+    /// none on a NoPE layer) for a sequence of `n_tokens` positions.
+    pub fn chunk_frequencies(&self, n_tokens: usize) -> Vec<Vec<f64>> {
+        self.layers
+            .iter()
+            .map(|l| l.rope.spec(n_tokens).inv_freq)
+            .collect()
+    }
 }

@@ -165,13 +165,7 @@ pub(super) fn finish<T: Real>(
     }
     summary::attach_external(&mut summary, &external, model, params);
     let n_tokens = natural.first().map_or(0, Vec::len);
-    let frequencies: Vec<Vec<f64>> = (model.config.rope_specs(n_tokens).iter())
-        .map(|spec| {
-            (0..spec.n_chunks())
-                .map(|i| spec.frequency::<f64>(i))
-                .collect()
-        })
-        .collect();
+    let frequencies = model.config.chunk_frequencies(n_tokens);
     summary.claims = claims::evaluate(&claims::ClaimInputs {
         summary: &summary,
         params,

@@ -40,14 +40,9 @@ pub fn write<T: Real>(
         let n_chunks = c.n_chunks();
         // A layer that rotates fewer chunks (none on a NoPE layer) has NaN for the others.
         let freqs: Vec<f64> = c
-            .rope_specs(meta.parameters.prompt_length)
+            .chunk_frequencies(meta.parameters.prompt_length)
             .iter()
-            .flat_map(|spec| {
-                (0..n_chunks).map(|k| match k < spec.n_chunks() {
-                    true => spec.frequency::<f64>(k),
-                    false => f64::NAN,
-                })
-            })
+            .flat_map(|f| (0..n_chunks).map(|k| f.get(k).copied().unwrap_or(f64::NAN)))
             .collect();
         npy::write_with_absent(
             &dir.join(files::CHUNK_FREQUENCY),
