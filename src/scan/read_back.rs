@@ -185,47 +185,25 @@ pub fn check_meta(meta: &Meta, file: &Path) -> Result<()> {
         ));
     }
     check_layer_shapes(m, file)?;
-    if !m.chunks.is_empty() && m.chunks.len() != m.n_layers {
-        return Err(outside(
-            file,
-            "the length of model.chunks",
-            m.chunks.len(),
-            &per_layer,
-        ));
-    }
-    if let Some(c) = m
-        .chunks
-        .iter()
-        .flatten()
-        .find(|&&c| c == 0 || c > MAX_TOKENS)
-    {
-        return Err(outside(
-            file,
-            "a model.chunks entry",
-            c,
-            &format!("1..={MAX_TOKENS} or null"),
-        ));
-    }
-    if m.windows.len() != m.n_layers {
-        return Err(outside(
-            file,
-            "the length of model.windows",
-            m.windows.len(),
-            &per_layer,
-        ));
-    }
-    if let Some(w) = m
-        .windows
-        .iter()
-        .flatten()
-        .find(|&&w| w == 0 || w > MAX_TOKENS)
-    {
-        return Err(outside(
-            file,
-            "a model.windows entry",
-            w,
-            &format!("1..={MAX_TOKENS} or null"),
-        ));
+    // Spans of positions per layer: sliding windows (always listed) and attention chunks (absent when no
+    // layer has them).
+    for (name, list, optional) in [("windows", &m.windows, false), ("chunks", &m.chunks, true)] {
+        if !(optional && list.is_empty()) && list.len() != m.n_layers {
+            return Err(outside(
+                file,
+                &format!("the length of model.{name}"),
+                list.len(),
+                &per_layer,
+            ));
+        }
+        if let Some(w) = list.iter().flatten().find(|&&w| w == 0 || w > MAX_TOKENS) {
+            return Err(outside(
+                file,
+                &format!("a model.{name} entry"),
+                w,
+                &format!("1..={MAX_TOKENS} or null"),
+            ));
+        }
     }
     if Precision::from_name(&meta.precision).is_none() {
         return Err(outside(
