@@ -168,6 +168,24 @@ impl Text {
         }
     }
 
+    /// The claim measured as the mean of `values` over heads, its verdict from the mean's interval against
+    /// `threshold` (the claim's side above it).
+    fn mean_above(
+        &self,
+        b: &mut Bootstrap<'_>,
+        (name, values): (&str, &[f64]),
+        threshold: f64,
+        rule: String,
+    ) -> Claim {
+        let (value, interval) = b.mean(values);
+        let verdict = above(&interval, threshold);
+        self.measured(
+            (name, value, values.len()),
+            Some(interval),
+            (verdict, rule, String::new()),
+        )
+    }
+
     fn measured(
         &self,
         (name, value, n): (&str, f64, usize),
@@ -270,16 +288,11 @@ fn sdh_intrinsic(inputs: &ClaimInputs<'_>, b: &mut Bootstrap<'_>) -> Claim {
         return SDH_INTRINSIC
             .not_measurable(rule, "the random prompts did not run (analysis intrinsic)");
     }
-    let (share, interval) = b.mean(&stays);
-    let verdict = above(&interval, INTRINSIC_SHARE);
-    SDH_INTRINSIC.measured(
-        (
-            "share still slash-dominant on random prompts",
-            share,
-            stays.len(),
-        ),
-        Some(interval),
-        (verdict, rule, String::new()),
+    SDH_INTRINSIC.mean_above(
+        b,
+        ("share still slash-dominant on random prompts", &stays),
+        INTRINSIC_SHARE,
+        rule,
     )
 }
 
@@ -307,12 +320,11 @@ fn sdh_rank_one(inputs: &ClaimInputs<'_>, b: &mut Bootstrap<'_>) -> Claim {
     if shares.is_empty() {
         return SDH_RANK_ONE.not_measurable(rule, "the rank analysis did not run");
     }
-    let (value, interval) = b.mean(&shares);
-    let verdict = above(&interval, RANK_ONE_SHARE);
-    SDH_RANK_ONE.measured(
-        ("mean rank-one share of q and k", value, shares.len()),
-        Some(interval),
-        (verdict, rule, String::new()),
+    SDH_RANK_ONE.mean_above(
+        b,
+        ("mean rank-one share of q and k", &shares),
+        RANK_ONE_SHARE,
+        rule,
     )
 }
 
@@ -495,16 +507,11 @@ fn low_frequency_use(inputs: &ClaimInputs<'_>, b: &mut Bootstrap<'_>) -> Claim {
     if excess.is_empty() {
         return LOW_USE.not_measurable(rule, "the frequency analysis did not run");
     }
-    let (value, interval) = b.mean(&excess);
-    let verdict = above(&interval, 0.0);
-    LOW_USE.measured(
-        (
-            "mean excess of the low band's query-norm share",
-            value,
-            excess.len(),
-        ),
-        Some(interval),
-        (verdict, rule, String::new()),
+    LOW_USE.mean_above(
+        b,
+        ("mean excess of the low band's query-norm share", &excess),
+        0.0,
+        rule,
     )
 }
 
@@ -588,16 +595,11 @@ fn cauchy_schwarz(inputs: &ClaimInputs<'_>, b: &mut Bootstrap<'_>) -> Claim {
         return CAUCHY_SCHWARZ
             .not_measurable(rule, "no head is labelled diagonal or previous-token");
     }
-    let (value, interval) = b.mean(&gains);
-    let verdict = above(&interval, 0.0);
-    CAUCHY_SCHWARZ.measured(
-        (
-            "mean gain of the target's activation/bound ratio",
-            value,
-            gains.len(),
-        ),
-        Some(interval),
-        (verdict, rule, String::new()),
+    CAUCHY_SCHWARZ.mean_above(
+        b,
+        ("mean gain of the target's activation/bound ratio", &gains),
+        0.0,
+        rule,
     )
 }
 
@@ -739,15 +741,10 @@ fn posym_frequencies(inputs: &ClaimInputs<'_>, b: &mut Bootstrap<'_>) -> Claim {
         };
         return POSYM_FREQUENCIES.not_measurable(rule, why);
     }
-    let (value, interval) = b.mean(&sides);
-    let verdict = above(&interval, 0.0);
-    POSYM_FREQUENCIES.measured(
-        (
-            "mean high-minus-low difference of s_pos − s_sym",
-            value,
-            sides.len(),
-        ),
-        Some(interval),
-        (verdict, rule, String::new()),
+    POSYM_FREQUENCIES.mean_above(
+        b,
+        ("mean high-minus-low difference of s_pos − s_sym", &sides),
+        0.0,
+        rule,
     )
 }
