@@ -1,7 +1,8 @@
 //! `ropescope head`: one head on one prompt, at full resolution, as arrays, CSV tables, square figures and a
 //! picture on the terminal.
 
-use super::args::{parse_rows, TextSource};
+use super::args::parse_rows;
+use super::prompt::PromptArgs;
 use crate::gguf::GgufFile;
 use crate::head::write::{terminal_map, write, HeadRecord};
 use crate::head::{measure, HeadRequest, DEFAULT_DELTA_MAX};
@@ -24,12 +25,9 @@ pub struct Args {
     /// Query head (0-based).
     #[arg(long)]
     head: usize,
-    /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
-    #[arg(long, conflicts_with_all = ["text", "file"])]
-    ids: Option<String>,
-    /// Or a text (`--text TEXT`, `--file PATH`) for the model's own tokenizer (BOS added as the model specifies).
+    /// The prompt: token ids, or a text for the model's own tokenizer.
     #[command(flatten)]
-    source: TextSource,
+    prompt: PromptArgs,
     /// Positions of the map to keep, `A..B`, for queries and keys alike (default: the whole prompt).
     #[arg(long)]
     window: Option<String>,
@@ -103,7 +101,7 @@ fn run_in<T: Real>(
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (staged, file, ids) = super::prompt::staged_with_prompt(
         &args.model,
-        (args.ids.as_deref(), &args.source),
+        &args.prompt,
         &args.out,
         args.force,
         Record::HEAD,

@@ -8,6 +8,17 @@ use crate::io::inputs::Inputs;
 use crate::io::staged::{Record, StagedDir, Staging};
 use std::path::Path;
 
+/// A prompt on the command line: `--ids`, or `--text` / `--file` for the model's own tokenizer.
+#[derive(clap::Args, Debug)]
+pub(super) struct PromptArgs {
+    /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
+    #[arg(long, conflicts_with_all = ["text", "file"])]
+    ids: Option<String>,
+    /// Or a text (`--text TEXT`, `--file PATH`) for the model's own tokenizer (BOS added as the model specifies).
+    #[command(flatten)]
+    source: TextSource,
+}
+
 /// Token ids from a comma-separated list or a `.npy` file of integers (any path that exists, a link to nothing
 /// included, is read as one).
 pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
@@ -27,8 +38,9 @@ pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
 }
 
 /// The prompt's ids: `--ids` as given, or the text of `--text` / `--file` tokenized by the model's own tokenizer.
-fn prompt_ids(file: &GgufFile, ids: Option<&str>, source: &TextSource) -> anyhow::Result<Vec<u32>> {
-    Ok(match (ids, source.read()?) {
+fn prompt_ids(file: &GgufFile, prompt: &PromptArgs) -> anyhow::Result<Vec<u32>> {
+    let source = &prompt.source;
+    Ok(match (prompt.ids.as_deref(), source.read()?) {
         (Some(spec), _) => read_ids(spec)?,
         (None, Some(text)) if text.is_empty() => match &source.file {
             Some(path) => refuse!(
@@ -46,16 +58,16 @@ fn prompt_ids(file: &GgufFile, ids: Option<&str>, source: &TextSource) -> anyhow
 /// `record` says), then opens the model and reads the prompt: `--ids` as given, or the text tokenized.
 pub(super) fn staged_with_prompt(
     model: &Path,
-    (ids, source): (Option<&str>, &TextSource),
+    prompt: &PromptArgs,
     out: &Path,
     force: bool,
     record: Record,
 ) -> anyhow::Result<(StagedDir, GgufFile, Vec<u32>)> {
     let inputs = Inputs::new(
-        [Some(model), source.file.as_deref()]
+        [Some(model), prompt.source.file.as_deref()]
             .into_iter()
             .flatten()
-            .chain(ids.map(Path::new)),
+            .chain(prompt.ids.as_deref().map(Path::new)),
     );
     let staged = StagedDir::begin(
         out,
@@ -66,6 +78,6 @@ pub(super) fn staged_with_prompt(
         },
     )?;
     let file = GgufFile::open(model)?;
-    let ids = prompt_ids(&file, ids, source)?;
+    let ids = prompt_ids(&file, prompt)?;
     Ok((staged, file, ids))
 }

@@ -1,7 +1,7 @@
 //! `ropescope reference`: the golden reference of a forward pass, as `.npy` files.
 
-use super::args::{parse_layers, parse_rows, TextSource};
-use super::prompt::staged_with_prompt;
+use super::args::{parse_layers, parse_rows};
+use super::prompt::{staged_with_prompt, PromptArgs};
 use crate::gguf::GgufFile;
 use crate::io::npy::NpyElement;
 use crate::io::staged::{Record, StagedDir};
@@ -15,12 +15,9 @@ use std::path::PathBuf;
 pub struct Args {
     /// The GGUF model file.
     model: PathBuf,
-    /// Token ids: a comma-separated list (`1,2,3`) or a `.npy` file of integers.
-    #[arg(long, conflicts_with_all = ["text", "file"])]
-    ids: Option<String>,
-    /// Or a text (`--text TEXT`, `--file PATH`) for the model's own tokenizer (BOS added as the model specifies).
+    /// The prompt: token ids, or a text for the model's own tokenizer.
     #[command(flatten)]
-    source: TextSource,
+    prompt: PromptArgs,
     /// Layers to capture: `all` or a comma-separated list.
     #[arg(long, default_value = "all")]
     layers: String,
@@ -78,7 +75,7 @@ fn run_in<T: Real + NpyElement>(
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (staged, file, ids) = staged_with_prompt(
         &args.model,
-        (args.ids.as_deref(), &args.source),
+        &args.prompt,
         &args.out,
         args.force,
         Record::REFERENCE,
