@@ -27,6 +27,9 @@ pub(super) fn read_ids(spec: &str) -> anyhow::Result<Vec<u32>> {
     if spec.ends_with(".npy") || Path::new(spec).symlink_metadata().is_ok() {
         return Ok(crate::io::token_ids::read_file(Path::new(spec))?);
     }
+    if spec.contains(std::path::MAIN_SEPARATOR) {
+        refuse!("{spec}: no such file (and not a comma-separated list of token ids)");
+    }
     spec.split(',')
         .map(|s| {
             s.trim()

@@ -302,6 +302,13 @@ fn two_dimensional_ids_are_refused_not_flattened() {
     let batch_of_one = tmp.path().join("batch.npy");
     npy::write(&batch_of_one, &[1, 3], &[1i64, 2, 3]).unwrap();
     assert_ok(&run(&args(arg(&batch_of_one))));
+    std::fs::remove_dir_all(&out).unwrap();
+    let missing = tmp.path().join("missing.ids");
+    assert_refused(
+        &run(&args(arg(&missing))),
+        2,
+        &["missing.ids: no such file (and not a comma-separated list of token ids)"],
+    );
 }
 
 /// A shard directory made from the example scan: its meta (not complete), `of` shards, this one `shard`,
