@@ -229,6 +229,7 @@ macro_rules! internal_mod {
 pub mod analysis;
 pub mod capture;
 pub mod cli;
+pub mod conformance;
 pub mod error;
 pub mod gguf;
 pub mod interrupt;

@@ -77,6 +77,23 @@ pub struct HeadInfo {
 }
 
 impl HeadInfo {
+    /// Query head `head` of a layer described by `self` (head 0's template), with `n_heads` query heads reading
+    /// `n_kv_heads` key/value heads in groups, and the layer's sink logits if it has them.
+    pub fn of_head(
+        &self,
+        head: usize,
+        n_heads: usize,
+        n_kv_heads: usize,
+        sinks: Option<&[f64]>,
+    ) -> Self {
+        HeadInfo {
+            head,
+            kv_head: head / (n_heads / n_kv_heads),
+            sink: sinks.map(|s| s[head]),
+            ..self.clone()
+        }
+    }
+
     /// First key position visible from query `i`.
     pub fn first_visible(&self, i: usize) -> usize {
         let window = self.window.map_or(0, |w| (i + 1).saturating_sub(w));

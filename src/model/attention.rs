@@ -57,7 +57,6 @@ pub fn attend<T: Real, C: Capture<T>>(
     capture: &mut C,
 ) -> Vec<T> {
     let (t, d, dv) = (shape.n_tokens, template.head_dim, template.value_dim);
-    let group = shape.n_heads / shape.n_kv_heads;
     let shared: &C = capture;
     let keys_t = time(Step::Scores, || {
         transposed_keys(qkv.k, t, shape.n_kv_heads, d)
@@ -65,12 +64,7 @@ pub fn attend<T: Real, C: Capture<T>>(
     let results: Vec<(HeadInfo, Vec<T>, Option<C::Head>)> = (0..shape.n_heads)
         .into_par_iter()
         .map(|h| {
-            let info = HeadInfo {
-                head: h,
-                kv_head: h / group,
-                sink: shape.sinks.map(|s| s[h]),
-                ..template.clone()
-            };
+            let info = template.of_head(h, shape.n_heads, shape.n_kv_heads, shape.sinks);
             let mut head_cap = time(Step::Capture, || {
                 plan.any().then(|| shared.begin_head(&info))
             });

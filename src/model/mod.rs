@@ -273,6 +273,38 @@ impl<T: Real> Model<T> {
         Ok(ForwardOutput { logits, rows })
     }
 
+    /// Every query head of layer `layer` in a pass over `n_tokens` positions: its key/value head, geometry,
+    /// rotary embedding, mask, sink and scale, as the forward pass attends with them.
+    ///
+    /// # Panics
+    /// If `layer` is not a layer of the model.
+    pub fn head_infos(&self, layer: usize, n_tokens: usize) -> Vec<HeadInfo> {
+        let lc = &self.config.layers[layer];
+        let template = self.head_template(layer, lc.rope.spec(n_tokens), n_tokens);
+        let sinks = self.weights.layers[layer].sinks.as_deref();
+        (0..self.config.n_heads)
+            .map(|h| template.of_head(h, self.config.n_heads, lc.n_kv_heads, sinks))
+            .collect()
+    }
+
+    /// Head 0 of layer `l` rotated by `rope` in a pass over `t` positions, the template of the layer's heads.
+    fn head_template(&self, l: usize, rope: RopeSpec, t: usize) -> HeadInfo {
+        let lc = &self.config.layers[l];
+        HeadInfo {
+            layer: l,
+            head: 0,
+            kv_head: 0,
+            head_dim: lc.head_dim(),
+            value_dim: lc.value_dim,
+            n_tokens: t,
+            rope,
+            window: lc.window,
+            chunk: lc.chunk,
+            sink: None,
+            scale: self.config.attn_scale,
+        }
+    }
+
     /// The embedding rows of `ids`, the start of the residual stream, in f64 (see [`Model::layer`]). The scale
     /// (Gemma's `sqrt(n_embd)`, Granite's multiplier) multiplies in f64.
     fn embed(&self, ids: &[u32]) -> Vec<f64> {
@@ -390,19 +422,7 @@ impl<T: Real> Model<T> {
             false => Vec::new(),
         };
 
-        let template = HeadInfo {
-            layer: l,
-            head: 0,
-            kv_head: 0,
-            head_dim: hd,
-            value_dim: vd,
-            n_tokens: t,
-            rope: table.spec().clone(),
-            window: lc.window,
-            chunk: lc.chunk,
-            sink: None,
-            scale: c.attn_scale,
-        };
+        let template = self.head_template(l, table.spec().clone(), t);
         let shape = LayerShape {
             n_tokens: t,
             first_row: start,

@@ -102,7 +102,7 @@ pub(crate) struct Listing {
     /// Whether `logits.npy` is present.
     logits: bool,
     /// Whether `ids.npy` is present.
-    ids: bool,
+    pub(crate) ids: bool,
     /// Other `.npy` files.
     pub(crate) ignored: Vec<String>,
 }
@@ -149,7 +149,7 @@ pub(crate) fn check_ids(a: &Array, ids: &[u32], origin: &str) -> Result<()> {
 }
 
 /// The query rows of a dump: `meta.json`'s `rows` `[A, B]` when it states them, else every position.
-fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
+pub(crate) fn dump_rows(dir: &Path, t: usize) -> Result<Range<usize>> {
     let path = dir.join("meta.json");
     if !path.exists() {
         return Ok(0..t);

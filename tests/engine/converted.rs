@@ -99,6 +99,21 @@ fn interleaved_to_half_split(name: &str, from: &Path, to: &Path, rot: Option<usi
     ropescope::io::npy::write(to, &a.shape, &half).unwrap();
 }
 
+/// The cases of `variant` in the reference layout: the fixtures themselves, or copies under `dir` where HF lays q
+/// and k out otherwise (adjacent pairs: cohere2, llama4, glm4; `[nope | rope]` heads: deepseek2, deepseek3).
+pub(crate) fn cases_in_reference_layout(variant: &str, dir: &Path) -> Vec<PathBuf> {
+    match variant {
+        "cohere2" | "llama4" => copied_cases(variant, dir, |name, from, to| {
+            interleaved_to_half_split(name, from, to, None)
+        }),
+        "glm4" => copied_cases(variant, dir, |name, from, to| {
+            interleaved_to_half_split(name, from, to, Some(8))
+        }),
+        "deepseek2" | "deepseek3" => latent_attention_cases(variant, dir),
+        _ => cases_of(variant),
+    }
+}
+
 /// Asserts that the router ids file `from` holds at least 4 distinct experts: routing that differs between tokens.
 fn assert_routes_vary(name: &str, from: &Path) {
     let mut ids = Array::read(from).unwrap().to_i64().unwrap();
@@ -381,6 +396,24 @@ fn llama4_chunked_rope_layers_nope_temperature_and_input_weighted_experts() {
     });
     let path = variant_dir("llama4").join("model.gguf");
     let file = GgufFile::open(&path).unwrap();
+    let bars = F32Bars {
+        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("llama4")),
+        ..F32_BARS
+    };
+    let mut m64 = Model::<f64>::load(&file).unwrap();
+    assert!(m64.config.layers[3].temperature.is_some() && m64.config.layers[0].chunk == Some(8192));
+    with_llama4_hf_settings(&mut m64);
+    let mut m32 = Model::<f32>::load(&file).unwrap();
+    with_llama4_hf_settings(&mut m32);
+    for case in &copies {
+        check_case_with(&m64, &path, case, bars);
+        check_case_with(&m32, &path, case, bars);
+    }
+}
+
+/// The llama4 fixture's model given HF's chunk (16) and temperature step (8), which the file cannot state (it is
+/// loaded with Scout's 8192 for both, as llama.cpp).
+pub(crate) fn with_llama4_hf_settings<T: ropescope::numeric::Real>(m: &mut Model<T>) {
     let hf: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(variant_dir("llama4").join("hf_config.json")).unwrap(),
     )
@@ -388,28 +421,13 @@ fn llama4_chunked_rope_layers_nope_temperature_and_input_weighted_experts() {
     let chunk = hf["attention_chunk_size"].as_u64().unwrap() as usize;
     let floor = hf["floor_scale"].as_f64().unwrap();
     assert_eq!((chunk, floor), (16, 8.0));
-    let bars = F32Bars {
-        attn_max_abs: F32_BARS.attn_max_abs.max(hf_float32_attention("llama4")),
-        ..F32_BARS
-    };
-    fn with_hf_settings<T: ropescope::numeric::Real>(m: &mut Model<T>, chunk: usize, floor: f64) {
-        for layer in &mut m.config.layers {
-            if layer.chunk.is_some() {
-                layer.chunk = Some(chunk);
-            }
-            if let Some(t) = &mut layer.temperature {
-                t.floor = floor;
-            }
+    for layer in &mut m.config.layers {
+        if layer.chunk.is_some() {
+            layer.chunk = Some(chunk);
         }
-    }
-    let mut m64 = Model::<f64>::load(&file).unwrap();
-    assert!(m64.config.layers[3].temperature.is_some() && m64.config.layers[0].chunk == Some(8192));
-    with_hf_settings(&mut m64, chunk, floor);
-    let mut m32 = Model::<f32>::load(&file).unwrap();
-    with_hf_settings(&mut m32, chunk, floor);
-    for case in &copies {
-        check_case_with(&m64, &path, case, bars);
-        check_case_with(&m32, &path, case, bars);
+        if let Some(t) = &mut layer.temperature {
+            t.floor = floor;
+        }
     }
 }
 

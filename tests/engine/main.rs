@@ -7,6 +7,7 @@
 //!
 //! One test binary, one module per former test file; helpers come from `ropescope_test_support`.
 
+mod conformance;
 mod converted;
 mod faer_unaligned;
 mod fidelity;
