@@ -97,7 +97,7 @@ fn explain(
     precision: Precision,
 ) -> Option<AttentionMistake> {
     let (mut extra, mut missing) = (0, 0);
-    let (mut xy, mut xx) = (0.0, 0.0);
+    let mut rows: Vec<Vec<(f64, f64)>> = Vec::new();
     for_each_row(
         inputs,
         heads,
@@ -120,26 +120,54 @@ fn explain(
                 .map(|j| (row.raw[j], engine[j].ln()))
                 .collect();
             if fit.len() >= 2 {
-                let n = fit.len() as f64;
-                let (mx, my) = fit
-                    .iter()
-                    .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
-                for (x, y) in fit {
-                    xy += (x - mx) * (y - my);
-                    xx += (x - mx) * (x - mx);
-                }
+                rows.push(fit);
             }
         },
     );
     if extra + missing > 0 {
         return Some(AttentionMistake::Mask { extra, missing });
     }
-    if xx == 0.0 {
-        return None;
-    }
-    let factor = xy / xx;
+    let factor = fitted_scale(&rows, softcap)?;
     (deviation(inputs, heads, softcap, factor, precision).0 <= 1.0)
         .then_some(AttentionMistake::Scale { factor })
+}
+
+/// The factor `c` on the scores that best explains the engine's log-probabilities: per row, `ln p_j` equals
+/// `cap(c · s_j)` up to the row's normaliser, so both are centred on the row's mean and `c` is fitted by least
+/// squares (Gauss–Newton steps through the soft-cap, one exact step without it). `rows` holds each row's
+/// `(raw score, ln p)` pairs. `None` when the scores carry no information (all equal).
+fn fitted_scale(rows: &[Vec<(f64, f64)>], softcap: Option<f64>) -> Option<f64> {
+    let cap = |x: f64| softcap.map_or(x, |c| c * (x / c).tanh());
+    let slope = |x: f64| softcap.map_or(1.0, |c| 1.0 - (x / c).tanh().powi(2));
+    let mut c = 1.0;
+    for _ in 0..20 {
+        let (mut num, mut den) = (0.0, 0.0);
+        for row in rows {
+            let n = row.len() as f64;
+            let f: Vec<f64> = row.iter().map(|&(s, _)| cap(c * s)).collect();
+            let jac: Vec<f64> = row.iter().map(|&(s, _)| s * slope(c * s)).collect();
+            let (mf, mj, my) = row
+                .iter()
+                .enumerate()
+                .fold((0.0, 0.0, 0.0), |acc, (i, &(_, y))| {
+                    (acc.0 + f[i] / n, acc.1 + jac[i] / n, acc.2 + y / n)
+                });
+            for (i, &(_, y)) in row.iter().enumerate() {
+                let (r, j) = ((y - my) - (f[i] - mf), jac[i] - mj);
+                num += j * r;
+                den += j * j;
+            }
+        }
+        if den == 0.0 {
+            return None;
+        }
+        let step = num / den;
+        c += step;
+        if step.abs() <= 1e-12 * c.abs() {
+            break;
+        }
+    }
+    c.is_finite().then_some(c)
 }
 
 /// The largest deviation over its budget, and where, with the scores scaled by `factor` times the model's

@@ -4,7 +4,7 @@
 
 use super::attention::{self, AttentionCheck, AttentionInputs, AttentionMistake};
 use super::budget::Precision;
-use super::rotation::{self, RotationCheck, RotationLayout, RotationMistake, Vectors};
+use super::rotation::{self, ChunkRate, RotationCheck, RotationLayout, RotationMistake, Vectors};
 use crate::error::{Error, Result};
 use crate::io::npy::Array;
 use crate::model::Model;
@@ -71,14 +71,10 @@ impl fmt::Display for RotationMistake {
                 )
             }
             RotationMistake::Frequency { chunks, magnitude } => {
-                let list: Vec<String> = chunks
-                    .iter()
-                    .map(|c| format!("{} ×{:.4}", c.chunk, c.engine / c.expected))
-                    .collect();
                 write!(
                     f,
                     "frequency: chunks {} turn at another rate",
-                    list.join(", ")
+                    chunk_runs(chunks)
                 )?;
                 if *magnitude != 1.0 {
                     write!(f, ", and every pair scaled by {magnitude:.6}")?;
@@ -87,6 +83,30 @@ impl fmt::Display for RotationMistake {
             }
         }
     }
+}
+
+/// `3 ×1.4255, 6–31 ×8.0000`: the chunks with the engine's rate over the expected one (to 4 decimals, 6 within
+/// 10⁻³ of 1), consecutive chunks whose ratios print alike written as one run.
+fn chunk_runs(chunks: &[ChunkRate]) -> String {
+    let mut runs: Vec<(usize, usize, String)> = Vec::new();
+    for c in chunks {
+        let r = c.engine / c.expected;
+        let ratio = match (r - 1.0).abs() < 1e-3 {
+            true => format!("{r:.6}"),
+            false => format!("{r:.4}"),
+        };
+        match runs.last_mut() {
+            Some((_, last, r)) if *last + 1 == c.chunk && *r == ratio => *last = c.chunk,
+            _ => runs.push((c.chunk, c.chunk, ratio)),
+        }
+    }
+    runs.iter()
+        .map(|(a, b, r)| match a == b {
+            true => format!("{a} ×{r}"),
+            false => format!("{a}–{b} ×{r}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl fmt::Display for AttentionMistake {

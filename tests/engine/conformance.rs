@@ -3,14 +3,34 @@
 
 use ropescope::conformance::attention::AttentionMistake;
 use ropescope::conformance::budget::Precision;
-use ropescope::conformance::stages::check_dump;
+use ropescope::conformance::rotation::RotationMistake;
+use ropescope::conformance::stages::{check_dump, StageReport};
 use ropescope::gguf::GgufFile;
 use ropescope::io::token_ids;
 use ropescope::model::Model;
 use ropescope_test_support::paths;
+use std::path::{Path, PathBuf};
 
 /// HF's sliding window of the mistral fixture.
 const MISTRAL_WINDOW: usize = 16;
+
+/// `variant`'s converted model in float64 with HF's settings where the file cannot state them (llama4's chunk
+/// and temperature step, mistral's window).
+fn hf_model(variant: &str) -> Model<f64> {
+    let path = paths::fixture(&format!("converted/{variant}/model.gguf"));
+    let mut model = Model::<f64>::load(&GgufFile::open(path).unwrap()).unwrap();
+    match variant {
+        "llama4" => crate::converted::with_llama4_hf_settings(&mut model),
+        // HF's window, which the converter drops (`mistral_matches_before_the_window_the_converter_drops`).
+        "mistral" => model
+            .config
+            .layers
+            .iter_mut()
+            .for_each(|l| l.window = Some(MISTRAL_WINDOW)),
+        _ => {}
+    }
+    model
+}
 
 /// Every variant's converted fixtures.
 fn variants() -> Vec<String> {
@@ -32,19 +52,7 @@ fn variants() -> Vec<String> {
 fn hf_float64_passes_are_far_inside_the_f32_budget_on_every_family() {
     let mut worst = Vec::new();
     for v in variants() {
-        let dir = paths::fixture(&format!("converted/{v}"));
-        let file = GgufFile::open(dir.join("model.gguf")).unwrap();
-        let mut model = Model::<f64>::load(&file).unwrap();
-        match v.as_str() {
-            "llama4" => crate::converted::with_llama4_hf_settings(&mut model),
-            // HF's window, which the converter drops (`mistral_matches_before_the_window_the_converter_drops`).
-            "mistral" => model
-                .config
-                .layers
-                .iter_mut()
-                .for_each(|l| l.window = Some(MISTRAL_WINDOW)),
-            _ => {}
-        }
+        let model = hf_model(&v);
         let tmp = tempfile::tempdir().unwrap();
         for case in crate::converted::cases_in_reference_layout(&v, tmp.path()) {
             let ids = token_ids::read_file(&case.join("ids.npy")).unwrap();
@@ -97,4 +105,128 @@ fn a_window_the_file_does_not_state_is_diagnosed_as_a_mask() {
         "{}",
         report.verdict
     );
+}
+
+/// A dump of `fixtures/conformance/` (`hf/VARIANT/CONFIG` or `hf-bugs/BUG`) in the reference layout, copied under
+/// `tmp`, with its variant and its meta.json.
+fn hf_dump(rel: &str, tmp: &Path) -> (String, PathBuf, serde_json::Value) {
+    let from = paths::fixture(&format!("conformance/{rel}"));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(from.join("meta.json")).unwrap()).unwrap();
+    let variant = meta["variant"].as_str().unwrap().to_string();
+    let to = tmp.join(rel.replace('/', "_"));
+    crate::converted::copy_in_reference_layout(&variant, &from, &to);
+    (variant, to, meta)
+}
+
+/// The largest ratio of deviation to budget over a report's stages.
+fn worst_ratio(report: &StageReport) -> f64 {
+    report
+        .layers
+        .iter()
+        .flat_map(|l| {
+            [
+                l.q.as_ref().map(|c| c.ratio),
+                l.k.as_ref().map(|c| c.ratio),
+                l.attention.as_ref().map(|c| c.ratio),
+            ]
+        })
+        .flatten()
+        .fold(0.0, f64::max)
+}
+
+/// HF transformers' own runs of every family in float32 and bfloat16, eager and sdpa attention
+/// (`fixtures/conformance/hf`, made by `hf_dumps.py`), are within the budget of their precision at every stage:
+/// honest rounding, however the layers accumulate it, is never called a mistake.
+#[test]
+fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut figures = Vec::new();
+    let mut judged = 0;
+    for v in variants() {
+        let model = hf_model(&v);
+        for config in ["eager-f32", "eager-bf16", "sdpa-f32", "sdpa-bf16"] {
+            let rel = format!("hf/{v}/{config}");
+            if !paths::fixture(&format!("conformance/{rel}")).exists() {
+                continue;
+            }
+            let (_, dir, meta) = hf_dump(&rel, tmp.path());
+            let precision = match meta["dtype"].as_str().unwrap() {
+                "float32" => Precision::F32,
+                "bfloat16" => Precision::Bf16,
+                other => panic!("{rel}: dtype {other}"),
+            };
+            let ids = token_ids::read_file(&dir.join("ids.npy")).unwrap();
+            let report = check_dump(&model, &ids, &dir, precision).unwrap();
+            let worst = worst_ratio(&report);
+            figures.push(format!("{rel} {worst:.3} ({} stages)", report.stages));
+            assert!(
+                report.within && report.stages >= 4,
+                "{rel}: {}",
+                report.verdict
+            );
+            judged += 1;
+        }
+    }
+    eprintln!("{}", figures.join("\n"));
+    assert!(judged >= 4 * 30, "{judged} runs judged");
+}
+
+/// Eleven RoPE mistakes that engines have shipped, each injected into HF's float32 forward
+/// (`fixtures/conformance/hf-bugs`): each is beyond the float32 budget at its first stage and diagnosed as the
+/// kind its meta.json names; a position offset also leaves the attention within budget (it cancels in q·k).
+#[test]
+fn every_injected_bug_is_beyond_budget_and_named_by_its_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bugs = paths::fixture("conformance/hf-bugs");
+    let mut names: Vec<String> = std::fs::read_dir(&bugs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 11, "{names:?}");
+    let mut figures = Vec::new();
+    for bug in names {
+        let (variant, dir, meta) = hf_dump(&format!("hf-bugs/{bug}"), tmp.path());
+        let ids = token_ids::read_file(&dir.join("ids.npy")).unwrap();
+        let report = check_dump(&hf_model(&variant), &ids, &dir, Precision::F32).unwrap();
+        figures.push(format!("{bug}: {}", report.verdict));
+        assert!(!report.within, "{bug}: {}", report.verdict);
+        let first = &report.layers[0];
+        let rotation = [&first.q, &first.k]
+            .into_iter()
+            .flatten()
+            .find(|c| !c.within());
+        let kind = match (rotation, &first.attention) {
+            (Some(c), _) => match &c.mistake {
+                Some(RotationMistake::Magnitude { .. }) => "magnitude",
+                Some(RotationMistake::Frequency { .. }) => "frequency",
+                Some(RotationMistake::Pairing { .. }) => "pairing",
+                Some(RotationMistake::PositionOffset { .. }) => "position_offset",
+                Some(RotationMistake::Layout { .. }) => "layout",
+                None => "unexplained rotation",
+            },
+            (None, Some(a)) => match &a.mistake {
+                Some(AttentionMistake::Scale { .. }) => "scale",
+                Some(AttentionMistake::Mask { .. }) => "mask",
+                None if a.within() => "none",
+                None => "unexplained attention",
+            },
+            (None, None) => "none",
+        };
+        assert_eq!(
+            kind,
+            meta["expected_kind"].as_str().unwrap(),
+            "{bug}: {}",
+            report.verdict
+        );
+        if kind == "position_offset" {
+            assert!(
+                first.attention.as_ref().unwrap().within(),
+                "{bug}: {}",
+                report.verdict
+            );
+        }
+    }
+    eprintln!("{}", figures.join("\n"));
 }

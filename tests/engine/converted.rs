@@ -100,17 +100,38 @@ fn interleaved_to_half_split(name: &str, from: &Path, to: &Path, rot: Option<usi
 }
 
 /// The cases of `variant` in the reference layout: the fixtures themselves, or copies under `dir` where HF lays q
-/// and k out otherwise (adjacent pairs: cohere2, llama4, glm4; `[nope | rope]` heads: deepseek2, deepseek3).
+/// and k out otherwise ([`copy_in_reference_layout`]).
 pub(crate) fn cases_in_reference_layout(variant: &str, dir: &Path) -> Vec<PathBuf> {
     match variant {
-        "cohere2" | "llama4" => copied_cases(variant, dir, |name, from, to| {
-            interleaved_to_half_split(name, from, to, None)
-        }),
-        "glm4" => copied_cases(variant, dir, |name, from, to| {
-            interleaved_to_half_split(name, from, to, Some(8))
-        }),
         "deepseek2" | "deepseek3" => latent_attention_cases(variant, dir),
+        "cohere2" | "llama4" | "glm4" => copied_cases(variant, dir, |name, from, to| {
+            to_reference_layout(variant, name, from, to)
+        }),
         _ => cases_of(variant),
+    }
+}
+
+/// Copies the directory `from`, a pass of `variant`'s HF model laid out as HF computes it (the converted
+/// fixtures' layout), into the new directory `to` in the reference layout: q and k reordered where HF pairs
+/// coordinates otherwise (adjacent pairs: cohere2, llama4, glm4; `[nope | rope]` heads: deepseek2, deepseek3).
+pub(crate) fn copy_in_reference_layout(variant: &str, from: &Path, to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        to_reference_layout(variant, &name, &path, &to.join(&name));
+    }
+}
+
+/// Copies the file `name` of a pass of `variant` from `from` to `to` in the reference layout.
+fn to_reference_layout(variant: &str, name: &str, from: &Path, to: &Path) {
+    match variant {
+        "cohere2" | "llama4" => interleaved_to_half_split(name, from, to, None),
+        "glm4" => interleaved_to_half_split(name, from, to, Some(8)),
+        "deepseek2" | "deepseek3" => latent_to_reference_layout(name, from, to),
+        _ => {
+            std::fs::copy(from, to).unwrap();
+        }
     }
 }
 
@@ -310,9 +331,7 @@ fn exaone4_at_the_32b_layer_count() {
 #[test]
 fn cohere2_adjacent_pairs_nope_global_layers_and_parallel_blocks() {
     let tmp = tempfile::tempdir().unwrap();
-    let copies = copied_cases("cohere2", tmp.path(), |name, from, to| {
-        interleaved_to_half_split(name, from, to, None)
-    });
+    let copies = cases_in_reference_layout("cohere2", tmp.path());
     check_copies("cohere2", &copies);
 }
 
@@ -431,38 +450,44 @@ pub(crate) fn with_llama4_hf_settings<T: ropescope::numeric::Real>(m: &mut Model
     }
 }
 
-/// Copies of a DeepSeek variant's cases under `dir` as `reference` writes them: the case's q and k are HF's per head
-/// `[nope | rope]` with the rope part (`ROPE` dims) in adjacent order, `reference` writes `[rope | nope]` (the
-/// rotated part first, half-split). The case's latent and shared key part (`kv_latent_*`, `k_rope_*`) are not
-/// among `reference`'s quantities; its routers choose at least 4 distinct experts per layer.
+/// Copies of a DeepSeek variant's cases under `dir` as `reference` writes them (`latent_to_reference_layout`); its
+/// routers choose at least 4 distinct experts per layer.
 fn latent_attention_cases(variant: &str, dir: &Path) -> Vec<PathBuf> {
-    const ROPE: usize = 8;
     copied_cases(variant, dir, |name, from, to| {
         if name.starts_with("router_ids_") {
             assert_routes_vary(name, from);
         }
-        // HF's shared rotated key part is every head's k_pre rotated part, which is compared.
-        if name.starts_with("router_") || name.starts_with("k_rope_") {
-            return;
-        }
-        if !(name.starts_with('q') || name.starts_with('k')) || name.starts_with("kv_latent_") {
-            std::fs::copy(from, to).unwrap();
-            return;
-        }
-        let a = Array::read(from).unwrap();
-        let d = *a.shape.last().unwrap();
-        let reordered: Vec<f64> = a
-            .to_f64()
-            .chunks(d)
-            .flat_map(|head| {
-                let (nope, rope) = head.split_at(d - ROPE);
-                let evens = rope.iter().step_by(2);
-                let odds = rope.iter().skip(1).step_by(2);
-                evens.chain(odds).chain(nope).copied().collect::<Vec<_>>()
-            })
-            .collect();
-        ropescope::io::npy::write(to, &a.shape, &reordered).unwrap();
+        latent_to_reference_layout(name, from, to)
     })
+}
+
+/// Copies the DeepSeek case file `name` from `from` to `to` as `reference` writes it: the case's q and k are HF's
+/// per head `[nope | rope]` with the rope part (`ROPE` dims) in adjacent order, `reference` writes `[rope | nope]`
+/// (the rotated part first, half-split). The case's routers, latent and shared key part (`router_*`, `k_rope_*`)
+/// are not among `reference`'s quantities and are skipped (HF's shared rotated key part is every head's k_pre
+/// rotated part, which is compared).
+fn latent_to_reference_layout(name: &str, from: &Path, to: &Path) {
+    const ROPE: usize = 8;
+    if name.starts_with("router_") || name.starts_with("k_rope_") {
+        return;
+    }
+    if !(name.starts_with('q') || name.starts_with('k')) || name.starts_with("kv_latent_") {
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    let a = Array::read(from).unwrap();
+    let d = *a.shape.last().unwrap();
+    let reordered: Vec<f64> = a
+        .to_f64()
+        .chunks(d)
+        .flat_map(|head| {
+            let (nope, rope) = head.split_at(d - ROPE);
+            let evens = rope.iter().step_by(2);
+            let odds = rope.iter().skip(1).step_by(2);
+            evens.chain(odds).chain(nope).copied().collect::<Vec<_>>()
+        })
+        .collect();
+    ropescope::io::npy::write(to, &a.shape, &reordered).unwrap();
 }
 
 /// DeepSeek-V2-Lite's layout: multi-head latent attention (each head's key and value decompressed from one normed
@@ -509,9 +534,7 @@ fn gemma4_moe_experts_beside_the_dense_block() {
 #[test]
 fn glm4_partial_rotation_on_adjacent_pairs() {
     let tmp = tempfile::tempdir().unwrap();
-    let copies = copied_cases("glm4", tmp.path(), |name, from, to| {
-        interleaved_to_half_split(name, from, to, Some(8))
-    });
+    let copies = cases_in_reference_layout("glm4", tmp.path());
     check_copies("glm4", &copies);
 }
 
