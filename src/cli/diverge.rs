@@ -1,6 +1,8 @@
 //! `ropescope diverge`: where another engine's per-layer tensors first leave ropescope's float64 pass.
 
 use super::prompt::read_ids;
+use crate::conformance::budget::Precision;
+use crate::conformance::stages::{check_dump, StageReport};
 use crate::gguf::GgufFile;
 use crate::io::inputs::Inputs;
 use crate::io::{check_output_file, write_json};
@@ -26,9 +28,21 @@ pub struct Args {
     /// hidden, logits); repeatable. Defaults: NMSE ≤ 1e-10, attn max-abs ≤ 1e-5.
     #[arg(long = "tol", visible_alias = "tolerance")]
     tol: Vec<String>,
+    /// The engine's working precision, for the budgets of the stage-by-stage check (f32, bf16, f16).
+    #[arg(long, default_value = "f32")]
+    precision: Precision,
     /// Also write the report as JSON to this file (`-`: standard output, instead of the table).
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+/// The JSON report: the divergence, and each RoPE and attention stage judged from the dump's own inputs
+/// (`stages`, `null` when the dump holds none).
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    diverge: &'a DivergeReport,
+    stages: Option<&'a StageReport>,
 }
 
 /// `h0 1.2e-15  h1 3.4e-15  ...`: one value per head.
@@ -112,15 +126,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let file = GgufFile::open(&args.model)?;
     let model = Model::<f64>::load(&file)?;
     let report = diverge(&model, &ids, &args.against, &tols)?;
+    let stages = check_dump(&model, &ids, &args.against, args.precision)?;
+    let stages = (stages.stages > 0).then_some(&stages);
+    let print = || {
+        print_table(&report, &args.against);
+        if let Some(stages) = stages {
+            println!();
+            super::conformance::print_table(stages, &args.against);
+        }
+    };
+    let full = Report {
+        diverge: &report,
+        stages,
+    };
     match &args.json {
         Some(p) if p.as_os_str() == "-" => {
-            println!("{}", serde_json::to_string_pretty(&report)?)
+            println!("{}", serde_json::to_string_pretty(&full)?)
         }
         Some(p) => {
-            write_json(p, &report)?;
-            print_table(&report, &args.against);
+            write_json(p, &full)?;
+            print();
         }
-        None => print_table(&report, &args.against),
+        None => print(),
     }
     if report.pass {
         Ok(())

@@ -16,6 +16,7 @@ mod args;
 mod bench_forward;
 mod compare;
 mod compare_scans;
+mod conformance;
 mod diverge;
 mod duoattention;
 mod figures;
@@ -61,6 +62,10 @@ enum Command {
     Compare(compare::Args),
     /// Compare another engine's per-layer tensors with the float64 pass and name the first that diverges.
     Diverge(diverge::Args),
+    /// Judge another engine's dump stage by stage against the error budget of its precision, naming the kind of
+    /// mistake behind any stage beyond it.
+    #[command(subcommand_required = true)]
+    Conformance(conformance::Args),
     /// Scan every head: slash scores on natural and random prompts, rank, Fourier, frequency usage, cone, labels.
     Scan(scan::Args),
     /// Merge the shards of a scan (`scan --shard K/N`) into the directory one unsharded scan writes.
@@ -176,6 +181,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Rope(args) => rope::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Diverge(args) => diverge::run(args),
+        Command::Conformance(args) => conformance::run(args),
         Command::Scan(args) => scan::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Tokenize(args) => tokenize::run(args),

@@ -100,8 +100,17 @@ pub enum RotationMistake {
         chunks: Vec<ChunkRate>,
         /// The engine's magnitude over the expected one where it differs too (1 otherwise).
         magnitude: f64,
+        /// The base whose plain RoPE rates `base^(−2l/d_rot)` the engine's rates of every rotating chunk are,
+        /// to [`BASE_AGREEMENT`], when there is one: the engine used another base.
+        engine_base: Option<f64>,
+        /// The model's base.
+        expected_base: f64,
     },
 }
+
+/// Relative agreement of every rotating chunk's fitted rate with another base's plain RoPE rate for the
+/// diagnosis to name that base.
+pub const BASE_AGREEMENT: f64 = 1e-3;
 
 /// One chunk's angular frequency, expected and as the engine's vectors show it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -263,6 +272,8 @@ fn explain(
                 })
                 .collect(),
             magnitude,
+            engine_base: plain_base(&freqs, layout.spec.rot_dim),
+            expected_base: layout.spec.base,
         }
     };
     let refitted = Rotation {
@@ -322,11 +333,11 @@ fn deviation(
             for i in 0..d {
                 let diff = (y[i] - predicted[i]).abs();
                 let r = match (diff, budgets[i]) {
-                    (diff, _) if diff == 0.0 => 0.0,
+                    (0.0, _) => 0.0,
                     (diff, b) if !diff.is_finite() || b == 0.0 => f64::INFINITY,
                     (diff, b) => diff / b,
                 };
-                if r > dev.ratio || (r.is_nan() && !dev.ratio.is_nan()) {
+                if r > dev.ratio {
                     dev.ratio = r;
                     dev.worst = (head, p, i);
                 }
@@ -409,6 +420,35 @@ fn norm_ratio(pre: Vectors<'_>, post: Vectors<'_>, layout: &RotationLayout) -> f
         return 1.0;
     }
     (b / a).sqrt() / layout.spec.magnitude
+}
+
+/// The base `b` whose plain rates `b^(−2l/r)` all of `freqs` (the rotating chunks', fitted) are within
+/// [`BASE_AGREEMENT`], fitted by least squares on `ln g_l = −(2l/r) ln b` over chunks `l ≥ 1` (chunk 0 turns at
+/// 1 whatever the base).
+fn plain_base(freqs: &[f64], rot_dim: usize) -> Option<f64> {
+    let points: Vec<(f64, f64)> = freqs
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, &g)| g > 0.0)
+        .map(|(l, &g)| (2.0 * l as f64 / rot_dim as f64, g.ln()))
+        .collect();
+    let (xy, xx) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x * y, b + x * x));
+    if points.len() < 2 || xx == 0.0 {
+        return None;
+    }
+    let base = (-xy / xx).exp();
+    let agrees = freqs
+        .iter()
+        .enumerate()
+        .filter(|(_, &g)| g > 0.0)
+        .all(|(l, &g)| {
+            let plain = base.powf(-2.0 * l as f64 / rot_dim as f64);
+            (g / plain - 1.0).abs() <= BASE_AGREEMENT
+        });
+    (agrees && base.is_finite()).then_some(base)
 }
 
 /// Each chunk's frequency as the engine's vectors show it: the angle from ropescope's unrotated pair (`pre`)
@@ -543,12 +583,37 @@ mod tests {
             got.row0_within && (got.norm_ratio - 1.0).abs() < 1e-6,
             "{got:?}"
         );
-        let Some(RotationMistake::Frequency { chunks, magnitude }) = got.mistake else {
+        let Some(RotationMistake::Frequency {
+            chunks,
+            magnitude,
+            engine_base: None,
+            ..
+        }) = got.mistake
+        else {
             panic!("{got:?}")
         };
         assert_eq!(magnitude, 1.0);
         assert_eq!(chunks.iter().map(|c| c.chunk).collect::<Vec<_>>(), [5, 6]);
         assert!((chunks[0].engine / chunks[0].expected - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_wrong_base_is_named() {
+        let pre = random_pre();
+        let other = RopeSpec::new(D, 500_000.0, Pairing::HalfSplit);
+        let got = check_of(&rotated(&pre, &other, 0), &pre, Pairing::HalfSplit);
+        let Some(RotationMistake::Frequency {
+            engine_base: Some(base),
+            expected_base,
+            ..
+        }) = got.mistake
+        else {
+            panic!("{got:?}")
+        };
+        assert!(
+            (base / 500_000.0 - 1.0).abs() < 1e-3 && expected_base == 10_000.0,
+            "{base}"
+        );
     }
 
     #[test]

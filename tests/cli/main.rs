@@ -5,6 +5,7 @@
 //! One test binary, one module per former test file; helpers come from `ropescope_test_support`.
 
 mod compare;
+mod conformance;
 mod diverge;
 mod head;
 mod help;
