@@ -107,16 +107,14 @@ fn a_window_the_file_does_not_state_is_diagnosed_as_a_mask() {
     );
 }
 
-/// A dump of `fixtures/conformance/` (`hf/VARIANT/CONFIG` or `hf-bugs/BUG`) in the reference layout, copied under
-/// `tmp`, with its variant and its meta.json.
-fn hf_dump(rel: &str, tmp: &Path) -> (String, PathBuf, serde_json::Value) {
-    let from = paths::fixture(&format!("conformance/{rel}"));
+/// A dump of `fixtures/conformance/` (`hf/VARIANT/CONFIG` or `hf-bugs/BUG`, in the reference layout), with its
+/// variant and its meta.json.
+fn hf_dump(rel: &str) -> (String, PathBuf, serde_json::Value) {
+    let dir = paths::fixture(&format!("conformance/{rel}"));
     let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(from.join("meta.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let variant = meta["variant"].as_str().unwrap().to_string();
-    let to = tmp.join(rel.replace('/', "_"));
-    crate::converted::copy_in_reference_layout(&variant, &from, &to);
-    (variant, to, meta)
+    (variant, dir, meta)
 }
 
 /// The largest ratio of deviation to budget over a report's stages.
@@ -140,7 +138,6 @@ fn worst_ratio(report: &StageReport) -> f64 {
 /// honest rounding, however the layers accumulate it, is never called a mistake.
 #[test]
 fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
-    let tmp = tempfile::tempdir().unwrap();
     let mut figures = Vec::new();
     let mut judged = 0;
     for v in variants() {
@@ -150,7 +147,7 @@ fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
             if !paths::fixture(&format!("conformance/{rel}")).exists() {
                 continue;
             }
-            let (_, dir, meta) = hf_dump(&rel, tmp.path());
+            let (_, dir, meta) = hf_dump(&rel);
             let precision = match meta["dtype"].as_str().unwrap() {
                 "float32" => Precision::F32,
                 "bfloat16" => Precision::Bf16,
@@ -177,7 +174,6 @@ fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
 /// kind its meta.json names; a position offset also leaves the attention within budget (it cancels in q·k).
 #[test]
 fn every_injected_bug_is_beyond_budget_and_named_by_its_kind() {
-    let tmp = tempfile::tempdir().unwrap();
     let bugs = paths::fixture("conformance/hf-bugs");
     let mut names: Vec<String> = std::fs::read_dir(&bugs)
         .unwrap()
@@ -187,7 +183,7 @@ fn every_injected_bug_is_beyond_budget_and_named_by_its_kind() {
     assert!(names.len() >= 11, "{names:?}");
     let mut figures = Vec::new();
     for bug in names {
-        let (variant, dir, meta) = hf_dump(&format!("hf-bugs/{bug}"), tmp.path());
+        let (variant, dir, meta) = hf_dump(&format!("hf-bugs/{bug}"));
         let ids = token_ids::read_file(&dir.join("ids.npy")).unwrap();
         let report = check_dump(&hf_model(&variant), &ids, &dir, Precision::F32).unwrap();
         figures.push(format!("{bug}: {}", report.verdict));

@@ -100,7 +100,7 @@ fn interleaved_to_half_split(name: &str, from: &Path, to: &Path, rot: Option<usi
 }
 
 /// The cases of `variant` in the reference layout: the fixtures themselves, or copies under `dir` where HF lays q
-/// and k out otherwise ([`copy_in_reference_layout`]).
+/// and k out otherwise (adjacent pairs: cohere2, llama4, glm4; `[nope | rope]` heads: deepseek2, deepseek3).
 pub(crate) fn cases_in_reference_layout(variant: &str, dir: &Path) -> Vec<PathBuf> {
     match variant {
         "deepseek2" | "deepseek3" => latent_attention_cases(variant, dir),
@@ -108,18 +108,6 @@ pub(crate) fn cases_in_reference_layout(variant: &str, dir: &Path) -> Vec<PathBu
             to_reference_layout(variant, name, from, to)
         }),
         _ => cases_of(variant),
-    }
-}
-
-/// Copies the directory `from`, a pass of `variant`'s HF model laid out as HF computes it (the converted
-/// fixtures' layout), into the new directory `to` in the reference layout: q and k reordered where HF pairs
-/// coordinates otherwise (adjacent pairs: cohere2, llama4, glm4; `[nope | rope]` heads: deepseek2, deepseek3).
-pub(crate) fn copy_in_reference_layout(variant: &str, from: &Path, to: &Path) {
-    std::fs::create_dir(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        to_reference_layout(variant, &name, &path, &to.join(&name));
     }
 }
 
