@@ -9,7 +9,7 @@ use ropescope::gguf::GgufFile;
 use ropescope::io::token_ids;
 use ropescope::model::Model;
 use ropescope_test_support::paths;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// HF's sliding window of the mistral fixture.
 const MISTRAL_WINDOW: usize = 16;
