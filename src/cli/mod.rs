@@ -31,6 +31,7 @@ mod report;
 mod rope;
 mod scan;
 mod synth;
+mod tensor;
 mod tokenize;
 mod train;
 
@@ -58,6 +59,8 @@ enum Command {
     Reference(reference::Args),
     /// Write a model's per-layer RoPE frequencies and float64 cos/sin tables at chosen positions as .npy files.
     Rope(rope::Args),
+    /// Write one tensor of any GGUF file (or a range of its rows) dequantized to float32 .npy, as ggml does.
+    Tensor(tensor::Args),
     /// Compare two reference directories (NMSE and max-abs per array); non-zero exit over tolerance.
     Compare(compare::Args),
     /// Compare another engine's per-layer tensors with the float64 pass and name the first that diverges.
@@ -179,6 +182,7 @@ fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Inspect(args) => inspect::run(args),
         Command::Reference(args) => reference::run(args),
         Command::Rope(args) => rope::run(args),
+        Command::Tensor(args) => tensor::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Diverge(args) => diverge::run(args),
         Command::Conformance(args) => conformance::run(args),

@@ -6,11 +6,13 @@
 //! own length, so hostile files produce errors rather than panics.
 
 mod cursor;
+mod extract;
 mod file;
 mod hparams;
 mod value;
 mod writer;
 
+pub use extract::{dequantize_rows, numpy_shape, write_tensor, TensorRequest, WrittenTensor};
 pub use file::{
     DataExtent, GgufFile, TensorData, TensorInfo, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH,
     MAX_DIMS,

@@ -9,9 +9,13 @@
 //! `model::matrix`), and whole-tensor dequantization runs them on runs of blocks in parallel; neither can change
 //! a value, because every block is dequantized on its own.
 
+mod fp4;
+mod grids;
+mod iquants;
 mod kquants;
 mod legacy;
 mod quantize;
+mod ternary;
 mod types;
 
 pub use quantize::{can_quantize, quantize_into};
@@ -50,7 +54,20 @@ fn block_kernel(ty: GgmlType) -> Option<BlockKernel> {
         Q5_K => kquants::q5_k,
         Q6_K => kquants::q6_k,
         Q8_K => kquants::q8_k,
-        _ => return None,
+        IQ2_XXS => iquants::iq2_xxs,
+        IQ2_XS => iquants::iq2_xs,
+        IQ2_S => iquants::iq2_s,
+        IQ3_XXS => iquants::iq3_xxs,
+        IQ3_S => iquants::iq3_s,
+        IQ1_S => iquants::iq1_s,
+        IQ1_M => iquants::iq1_m,
+        IQ4_NL => iquants::iq4_nl,
+        IQ4_XS => iquants::iq4_xs,
+        TQ1_0 => ternary::tq1_0,
+        TQ2_0 => ternary::tq2_0,
+        MXFP4 => fp4::mxfp4,
+        NVFP4 => fp4::nvfp4,
+        Q8_1 | I8 | I16 | I32 | I64 | F64 | Q1_0 | Q2_0 => return None,
     })
 }
 

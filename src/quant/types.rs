@@ -39,6 +39,9 @@ pub enum GgmlType {
     TQ1_0,
     TQ2_0,
     MXFP4,
+    NVFP4,
+    Q1_0,
+    Q2_0,
 }
 
 /// Super-block size of the K-quants.
@@ -132,6 +135,9 @@ const TABLE: &[(GgmlType, u32, &str, usize, usize)] = &[
     (GgmlType::TQ1_0, 34, "TQ1_0", QK_K, 2 + 4 * 13),
     (GgmlType::TQ2_0, 35, "TQ2_0", QK_K, 2 + 64),
     (GgmlType::MXFP4, 39, "MXFP4", 32, 1 + 16),
+    (GgmlType::NVFP4, 40, "NVFP4", 64, 4 + 32),
+    (GgmlType::Q1_0, 41, "Q1_0", 128, 2 + 16),
+    (GgmlType::Q2_0, 42, "Q2_0", 64, 2 + 16),
 ];
 
 impl GgmlType {
@@ -175,25 +181,10 @@ impl GgmlType {
         self.row().4
     }
 
-    /// Whether this type can be dequantized ([`crate::gguf::GgufFile::dequantize_f32`], the engine's products).
+    /// Whether this type can be dequantized ([`crate::gguf::GgufFile::dequantize_f32`], the engine's products):
+    /// every type gguf-py's `gguf.quants.dequantize` dequantizes, and Q8_K.
     pub fn can_dequantize(self) -> bool {
-        use GgmlType::*;
-        matches!(
-            self,
-            F32 | F16
-                | BF16
-                | Q4_0
-                | Q4_1
-                | Q5_0
-                | Q5_1
-                | Q8_0
-                | Q2_K
-                | Q3_K
-                | Q4_K
-                | Q5_K
-                | Q6_K
-                | Q8_K
-        )
+        super::block_kernel(self).is_some()
     }
 
     /// Bytes taken by `n_elements` elements, or `None` when `n_elements` is not a whole number of blocks or the

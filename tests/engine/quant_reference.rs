@@ -9,10 +9,11 @@ use ropescope_test_support::paths;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
-/// Every type the issue requires, each present once in the fixture file.
-const REQUIRED: [&str; 14] = [
+/// Every type ropescope dequantizes, each present once in the fixture file.
+const REQUIRED: [&str; 27] = [
     "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
-    "Q6_K", "Q8_K",
+    "Q6_K", "Q8_K", "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S",
+    "IQ1_M", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4",
 ];
 
 #[test]
@@ -51,16 +52,29 @@ fn every_type_matches_gguf_py_bit_for_bit() {
     assert_eq!(seen, REQUIRED.into_iter().collect::<BTreeSet<_>>());
 }
 
+/// `REQUIRED` is exactly the set of types `GgmlType::can_dequantize` accepts, so a type made dequantizable
+/// needs a tensor in the fixture.
+#[test]
+fn the_fixture_types_are_every_dequantizable_type() {
+    let dequantizable: BTreeSet<&str> = (0..=u8::MAX as u32)
+        .filter_map(GgmlType::from_id)
+        .filter(|t| t.can_dequantize())
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(dequantizable, REQUIRED.into_iter().collect::<BTreeSet<_>>());
+}
+
 #[test]
 fn unsupported_type_is_a_clear_error_naming_type_and_tensor() {
-    let ty = GgmlType::IQ2_XXS;
+    // Q8_1 is the type of ggml's intermediate products, which gguf-py does not dequantize.
+    let ty = GgmlType::Q8_1;
     assert!(!ty.can_dequantize());
     let err =
-        ropescope::quant::dequantize_into(ty, &[0u8; 66], &mut [0f32; 256], "blk.3.ffn_up.weight")
+        ropescope::quant::dequantize_into(ty, &[0u8; 36], &mut [0f32; 32], "blk.3.ffn_up.weight")
             .unwrap_err();
     let msg = err.to_string();
     assert!(
-        msg.contains("IQ2_XXS") && msg.contains("blk.3.ffn_up.weight"),
+        msg.contains("Q8_1") && msg.contains("blk.3.ffn_up.weight"),
         "{msg}"
     );
 }
