@@ -43,9 +43,10 @@ Coordinate order. ropescope's layout has q and k in half-split order (dims i and
 llama.cpp's GGUF converter permutes the q/k weight rows of llama-architecture models to interleaved pairs (2i,
 2i + 1), the order llama.cpp's normal RoPE (LLAMA_ROPE_TYPE_NORM) rotates. For such a model (rope type 0 from
 llama_model_rope_type) q_pre, k_pre, q and k are reordered with new[..., j] = old[..., perm[j]], perm = (0, 2, 4,
-..., d-2, 1, 3, 5, ..., d-1): llama.cpp's dim 2i becomes dim i, its dim 2i + 1 becomes dim i + d/2. Models with
-NEOX RoPE (rope type 2: gemma3, qwen2, phi3, ...) are half-split already and left alone. v, scores, attn, out,
-hidden and logits do not depend on the order.
+..., d-2, 1, 3, 5, ..., d-1): llama.cpp's dim 2i becomes dim i, its dim 2i + 1 becomes dim i + d/2. With a partial
+rotation (n_rot = `{arch}.rope.dimension_count` below d, e.g. GLM-4) only the first n_rot dims are reordered so (d
+replaced by n_rot) and the unrotated rest stays in place. Models with NEOX RoPE (rope type 2: gemma3, qwen2, phi3,
+...) are half-split already and left alone. v, scores, attn, out, hidden and logits do not depend on the order.
 
 Settings, chosen so that llama.cpp runs its ordinary CPU path with every tensor of the layout formed: flash
 attention off (LLAMA_FLASH_ATTN_TYPE_DISABLED; with it on, kq and kq_soft_max never exist), a float32 KV cache
@@ -183,10 +184,11 @@ class Recorder:
         return found[-1] if last else found[0]
 
 
-def half_split(a):
-    """[..., d] in llama.cpp's interleaved pair order (2i, 2i + 1) -> half-split order (i, i + d/2)."""
-    d = a.shape[-1]
-    return np.concatenate([a[..., 0:d:2], a[..., 1:d:2]], axis=-1)
+def half_split(a, n_rot=None):
+    """[..., d] in llama.cpp's interleaved pair order (2i, 2i + 1) -> half-split order (i, i + n_rot/2) over the first
+    n_rot dims (the rotated ones; default all d), the unrotated rest left in place."""
+    r = a.shape[-1] if n_rot is None else n_rot
+    return np.concatenate([a[..., 0:r:2], a[..., 1:r:2], a[..., r:]], axis=-1)
 
 
 def heads_first(a):
@@ -283,6 +285,7 @@ def run(path, ids, layers, threads, want_logits, verbose):
         "n_embd": L.llama_model_n_embd(model),
         "n_vocab": n_vocab,
         "rope_type": L.llama_model_rope_type(model),
+        "n_rot": int(meta_str(model, f"{meta_str(model, 'general.architecture')}.rope.dimension_count") or 0) or None,
         "n_ctx": n_ctx,
         "layers": layers,
         "system_info": L.llama_print_system_info().decode().strip(),
@@ -297,7 +300,7 @@ def assemble(rec, facts, t, extra):
     """The reference-layout arrays from the recorded nodes, with the checks made on them (for meta.json)."""
     files, checks, sources = {}, {}, {}
     interleaved = facts["rope_type"] == 0  # LLAMA_ROPE_TYPE_NORM
-    reorder = half_split if interleaved else (lambda a: a)
+    reorder = (lambda a: half_split(a, facts["n_rot"])) if interleaved else (lambda a: a)
 
     def need(name, op=None, last=True):
         g = rec.one(name, op, last)
@@ -310,8 +313,8 @@ def assemble(rec, facts, t, extra):
         for x, kind in (("Q", "q"), ("K", "k")):
             post = need(f"{x}cur-{l}", "ROPE")
             normed = rec.one(f"{x}cur_normed-{l}")
-            if normed is not None:
-                pre, pre_src = normed, f"{x}cur_normed-{l}"
+            if normed is not None:  # OLMo 2 normalises the whole projection [H*d, T]: reshaped to [d, H, T]
+                pre, pre_src = (normed[0], normed[1], normed[2].reshape(post[2].shape)), f"{x}cur_normed-{l}"
             else:
                 # The Qcur/Kcur nodes before the ROPE one: the projection and its reshape to [d, H, T].
                 before = []

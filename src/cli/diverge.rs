@@ -54,8 +54,8 @@ fn per_head(values: impl Iterator<Item = f64>) -> String {
         .join("  ")
 }
 
-/// The report as a table in computation order, per-head lines under each tensor with heads, the files
-/// skipped, and the verdict.
+/// The report as a table in computation order, per-head lines under each tensor with heads, and the files
+/// skipped (the verdict is printed last, after the stage-by-stage table).
 fn print_table(report: &DivergeReport, against: &std::path::Path) {
     println!(
         "ropescope float64 against {}: {} tokens, layers {}",
@@ -107,7 +107,6 @@ fn print_table(report: &DivergeReport, against: &std::path::Path) {
     if !report.ignored.is_empty() {
         println!("not of the layout (ignored): {}", report.ignored.join(", "));
     }
-    println!("{}", report.verdict);
 }
 
 /// Runs `diverge`: checks the `--json` file (not an input, writable), loads the model in float64, compares the
@@ -134,6 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!();
             super::conformance::print_table(stages, &args.against);
         }
+        println!("{}", report.verdict);
     };
     let full = Report {
         diverge: &report,

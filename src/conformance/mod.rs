@@ -3,5 +3,7 @@
 
 pub mod attention;
 pub mod budget;
+pub mod matrix;
 pub mod rotation;
 pub mod stages;
+pub mod vectors;

@@ -67,6 +67,16 @@ impl Record {
         file: "head.json",
         keys: &["producer", "kv_head", "complete"],
     };
+    /// Golden vectors (`conformance vectors`): `manifest.json`.
+    pub const CONFORMANCE_VECTORS: Record = Record {
+        file: "manifest.json",
+        keys: &["format", "format_version", "families"],
+    };
+    /// A conformance matrix (`conformance run`): `conformance.json` with `complete`.
+    pub const CONFORMANCE: Record = Record {
+        file: "conformance.json",
+        keys: &["format", "engine", "cells", "complete"],
+    };
     /// RoPE tables (`rope`): `meta.json`.
     pub const ROPE_TABLES: Record = Record {
         file: "meta.json",

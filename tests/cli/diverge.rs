@@ -78,6 +78,12 @@ fn hf_float32_stays_within_tolerance_on_every_tensor() {
         text.lines().last(),
         Some("PASS: 37 tensors within tolerance")
     );
+    // Each RoPE and attention stage, judged from HF's own inputs, is within the float32 budget.
+    assert!(
+        text.contains("within budget: 12 stages of 4 layers (f32)"),
+        "{text}"
+    );
+    assert_eq!(r["stages"]["within"], true);
 }
 
 #[test]
@@ -106,6 +112,21 @@ fn a_wrong_rope_base_diverges_first_at_layer_0_post_rope_queries() {
     assert!(
         verdict.starts_with("FAIL: first divergence at q_L0.npy (layer 0, q)"),
         "{verdict}"
+    );
+    // Judged stage by stage, the queries' RoPE is a frequency mistake: every chunk but the first turns at the
+    // rates of base 1e4, while the attention from HF's own q and k stays within budget.
+    let q = &r["stages"]["layers"][0]["q"]["mistake"];
+    assert_eq!(q["kind"], "frequency");
+    assert!(
+        (q["engine_base"].as_f64().unwrap() / 1e4 - 1.0).abs() < 1e-4,
+        "{q}"
+    );
+    assert_eq!(q["expected_base"], 1e5);
+    assert!(
+        r["stages"]["layers"][0]["attention"]["ratio"]
+            .as_f64()
+            .unwrap()
+            <= 1.0
     );
 }
 

@@ -140,21 +140,26 @@ fn worst_ratio(report: &StageReport) -> f64 {
 fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
     let mut figures = Vec::new();
     let mut judged = 0;
-    for v in variants() {
-        let model = hf_model(&v);
+    let mut entries: Vec<String> = std::fs::read_dir(paths::fixture("conformance/hf"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    assert_eq!(entries.len(), variants().len(), "{entries:?}");
+    for entry in entries {
         for config in ["eager-f32", "eager-bf16", "sdpa-f32", "sdpa-bf16"] {
-            let rel = format!("hf/{v}/{config}");
+            let rel = format!("hf/{entry}/{config}");
             if !paths::fixture(&format!("conformance/{rel}")).exists() {
                 continue;
             }
-            let (_, dir, meta) = hf_dump(&rel);
+            let (variant, dir, meta) = hf_dump(&rel);
             let precision = match meta["dtype"].as_str().unwrap() {
                 "float32" => Precision::F32,
                 "bfloat16" => Precision::Bf16,
                 other => panic!("{rel}: dtype {other}"),
             };
             let ids = token_ids::read_file(&dir.join("ids.npy")).unwrap();
-            let report = check_dump(&model, &ids, &dir, precision).unwrap();
+            let report = check_dump(&hf_model(&variant), &ids, &dir, precision).unwrap();
             let worst = worst_ratio(&report);
             figures.push(format!("{rel} {worst:.3} ({} stages)", report.stages));
             assert!(
