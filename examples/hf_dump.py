@@ -6,9 +6,10 @@ ids and writes, per chosen layer, the files `ropescope reference` writes and `ro
 (fixtures/reference/README.md, and docs/diverge.md):
 
     file              shape           taken from
-    q_pre_L{l}.npy    [H, T, d]       output of self_attn.q_proj (of q_norm where the model has a QK-norm)
-    k_pre_L{l}.npy    [H_kv, T, d]    output of self_attn.k_proj (of k_norm where the model has one)
-    v_L{l}.npy        [H_kv, T, d_v]  output of self_attn.v_proj
+    q_pre_L{l}.npy    [H, T, d]       the query handed to apply_rotary_pos_emb: projected (from q_proj or a fused
+                                      qkv_proj) and QK-normed where the model norms, before RoPE
+    k_pre_L{l}.npy    [H_kv, T, d]    the key handed to apply_rotary_pos_emb
+    v_L{l}.npy        [H_kv, T, d_v]  the value handed to the attention function, before repeat_kv
     q_L{l}.npy        [H, T, d]       the query handed to the attention function: after RoPE, not scaled
     k_L{l}.npy        [H_kv, T, d]    the key handed to the attention function: after RoPE, before repeat_kv
     scores_L{l}.npy   [H, T, T]       matmul(q, repeat_kv(k)^T) * scaling, the attention function's own product,
@@ -33,8 +34,9 @@ scores); arrays are stored in the model's dtype.
 --rope-theta X replaces the model's RoPE base by X after loading (HF's own default inverse frequencies
 recomputed for that base): a deliberately wrong RoPE, for showing what `ropescope diverge` reports. Needs
 transformers, torch, numpy and gguf (the python of fixtures/reference-venv.sh has them); nothing is fetched
-(HF_HUB_OFFLINE=1). Tested on SmolLM2-135M (llama); other decoder-only models whose attention module calls the
-modeling module's eager_attention_forward should work, but have not been tried.
+(HF_HUB_OFFLINE=1). Tested on SmolLM2-135M (llama), Gemma 3 270M, and the converted Phi-3 (fused qkv_proj,
+partial rotation) and Qwen 3 (QK-norm) fixtures; other decoder-only models whose attention module calls the
+modeling module's apply_rotary_pos_emb and eager_attention_forward should work.
 """
 import argparse
 import json
@@ -94,18 +96,31 @@ def dump(model, ids, layers):
             got[f"{name}_L{layer}"] = heads_first(output, n)
         return hook
 
+    # q and k before RoPE are the inputs of the modeling module's apply_rotary_pos_emb, [1, H, T, d] whatever the
+    # projection (fused qkv_proj in Phi-3) and wherever the QK-norm sits (Gemma 3 norms after the reshape to
+    # heads); the layer is the attention module that last started. Modules without that function (none of the
+    # families above) fall back to hooks on the projections.
+    rotary = getattr(mod, "apply_rotary_pos_emb", None)
+    current = {}
     for l, layer in enumerate(model.model.layers):
         attn = layer.self_attn
-        q_src = getattr(attn, "q_norm", None) or attn.q_proj
-        k_src = getattr(attn, "k_norm", None) or attn.k_proj
-        hooks.append(q_src.register_forward_hook(keep("q_pre", l, n_heads)))
-        hooks.append(k_src.register_forward_hook(keep("k_pre", l, n_kv)))
-        hooks.append(attn.v_proj.register_forward_hook(keep("v", l, n_kv)))
+        hooks.append(attn.register_forward_pre_hook(lambda _m, _i, l=l: current.__setitem__("layer", l)))
+        if rotary is None:
+            q_src = getattr(attn, "q_norm", None) or attn.q_proj
+            k_src = getattr(attn, "k_norm", None) or attn.k_proj
+            hooks.append(q_src.register_forward_hook(keep("q_pre", l, n_heads)))
+            hooks.append(k_src.register_forward_hook(keep("k_pre", l, n_kv)))
         hooks.append(attn.o_proj.register_forward_pre_hook(
             lambda _m, inputs, l=l: got.__setitem__(f"out_L{l}", heads_first(inputs[0], n_heads))))
         hooks.append(layer.register_forward_hook(
             lambda _m, _i, output, l=l: got.__setitem__(
                 f"hidden_L{l}", (output[0] if isinstance(output, tuple) else output)[0].detach().numpy().copy())))
+
+    def apply_rotary_pos_emb(q, k, *args, **kwargs):
+        l = current["layer"]
+        got[f"q_pre_L{l}"] = q[0].detach().numpy().copy()
+        got[f"k_pre_L{l}"] = k[0].detach().numpy().copy()
+        return rotary(q, k, *args, **kwargs)
 
     original = mod.eager_attention_forward
 
@@ -113,6 +128,7 @@ def dump(model, ids, layers):
         l = module.layer_idx
         got[f"q_L{l}"] = query[0].detach().numpy().copy()
         got[f"k_L{l}"] = key[0].detach().numpy().copy()
+        got[f"v_L{l}"] = value[0].detach().numpy().copy()
         scaling = kwargs.get("scaling", module.scaling)
         scores = torch.matmul(query, mod.repeat_kv(key, module.num_key_value_groups).transpose(2, 3)) * scaling
         softcap = kwargs.get("softcap")
@@ -122,12 +138,16 @@ def dump(model, ids, layers):
         return original(module, query, key, value, attention_mask, *args, **kwargs)
 
     mod.eager_attention_forward = eager_attention_forward
+    if rotary is not None:
+        mod.apply_rotary_pos_emb = apply_rotary_pos_emb
     try:
         with torch.no_grad():
             out = model(input_ids=torch.tensor([ids]), use_cache=False, output_attentions=True,
                         output_hidden_states=True)
     finally:
         mod.eager_attention_forward = original
+        if rotary is not None:
+            mod.apply_rotary_pos_emb = rotary
         for h in hooks:
             h.remove()
 

@@ -94,6 +94,14 @@ pub enum RotationMistake {
         /// `adjacent-to-half-split` or `half-split-to-adjacent`: the permutation applied to the rotated part.
         permutation: &'static str,
     },
+    /// A partial rotation applied to the whole head: all `head_dim` coordinates rotated, at the plain rates of
+    /// the base over the head dimension, where the model rotates `rot_dim`.
+    WholeHead {
+        /// The coordinates the model rotates.
+        rot_dim: usize,
+        /// The head dimension the engine rotated.
+        head_dim: usize,
+    },
     /// Some chunks turn at another rate (row 0 and the norms exact).
     Frequency {
         /// The chunks whose rate differs, with the rate fitted to the engine's vectors.
@@ -255,6 +263,9 @@ fn explain(
             return Some(RotationMistake::Layout { permutation });
         }
     }
+    if let Some(mistake) = whole_head(pre, post, layout, expected, precision) {
+        return Some(mistake);
+    }
     let freqs = fitted_frequencies(pre, post, layout);
     let changed = |magnitude: f64| {
         let unchanged = Rotation {
@@ -288,6 +299,39 @@ fn explain(
         ..refitted
     };
     fits(&refitted_scaled).then(|| changed(ratio))
+}
+
+/// A partial rotation applied to the whole head: every coordinate rotated at the plain rates of the base over
+/// the head dimension (with or without the model's scaling of the rates it does rotate), when that explains `post`.
+fn whole_head(
+    pre: Vectors<'_>,
+    post: Vectors<'_>,
+    layout: &RotationLayout,
+    expected: &Rotation,
+    precision: Precision,
+) -> Option<RotationMistake> {
+    let spec = &layout.spec;
+    let d = pre.head_dim - layout.first;
+    if spec.rot_dim == 0 || spec.rot_dim >= d {
+        return None;
+    }
+    let whole = RotationLayout {
+        spec: RopeSpec {
+            magnitude: spec.magnitude,
+            ..RopeSpec::new(d, spec.base, spec.pairing)
+        },
+        first: layout.first,
+    };
+    let rotation = Rotation {
+        freqs: whole.spec.inv_freq.clone(),
+        ..expected.clone()
+    };
+    (deviation(pre, post, &whole, &rotation, precision).ratio <= 1.0).then_some(
+        RotationMistake::WholeHead {
+            rot_dim: spec.rot_dim,
+            head_dim: d,
+        },
+    )
 }
 
 /// The deviations of `post` from `pre` rotated as `h` says, over their budgets.
@@ -613,6 +657,29 @@ mod tests {
         assert!(
             (base / 500_000.0 - 1.0).abs() < 1e-3 && expected_base == 10_000.0,
             "{base}"
+        );
+    }
+
+    #[test]
+    fn a_partial_rotation_applied_to_the_whole_head_is_named() {
+        let pre = random_pre();
+        let partial = RotationLayout {
+            spec: RopeSpec::partial(D, D / 2, 10_000.0, Pairing::HalfSplit),
+            first: 0,
+        };
+        let whole = RopeSpec::new(D, 10_000.0, Pairing::HalfSplit);
+        let got = check(
+            vectors(&pre),
+            vectors(&rotated(&pre, &whole, 0)),
+            &partial,
+            Precision::F32,
+        );
+        assert_eq!(
+            got.mistake,
+            Some(RotationMistake::WholeHead {
+                rot_dim: D / 2,
+                head_dim: D
+            })
         );
     }
 

@@ -64,6 +64,11 @@ impl fmt::Display for RotationMistake {
                     "pairing: pairs rotated {engine} where the model's are {expected}"
                 )
             }
+            RotationMistake::WholeHead { rot_dim, head_dim } => write!(
+                f,
+                "partial rotation ignored: all {head_dim} coordinates rotated at the rates of the base over \
+                 {head_dim}, where the model rotates {rot_dim}"
+            ),
             RotationMistake::Layout { permutation } => {
                 write!(
                     f,

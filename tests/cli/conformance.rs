@@ -372,3 +372,23 @@ fn a_harmless_offset_is_degraded_and_a_pairing_mistake_is_wrong() {
         &["--engine vllm: the engines this version runs are `dumps:DIR`"],
     );
 }
+
+/// HF transformers loading the converted Phi-3 file with `gguf_file=` (`fixtures/conformance/hf_gguf_loader.sh`,
+/// dumped by `examples/hf_dump.py`, which takes q and k before RoPE from `apply_rotary_pos_emb` and so handles
+/// Phi-3's fused `qkv_proj`): its queries before RoPE agree with the float64 pass, and the RoPE stage is named as
+/// a partial rotation applied to the whole head — HF's GGUF loader drops `phi3.rope.dimension_count`.
+#[test]
+fn hf_gguf_loader_ignores_phi3_partial_rotation() {
+    let model = paths::fixture("converted/phi3-partial/model.gguf");
+    let d = dump("hf-gguf-loader/phi3-partial");
+    let r = run(&["conformance", "check", arg(&model), "--dump", arg(&d)]);
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(
+            "partial rotation ignored: all 16 coordinates rotated at the rates of the base over 16, where the model \
+             rotates 8"
+        ),
+        "{}",
+        r.stdout
+    );
+}

@@ -205,6 +205,7 @@ fn every_injected_bug_is_beyond_budget_and_named_by_its_kind() {
                 Some(RotationMistake::Pairing { .. }) => "pairing",
                 Some(RotationMistake::PositionOffset { .. }) => "position_offset",
                 Some(RotationMistake::Layout { .. }) => "layout",
+                Some(RotationMistake::WholeHead { .. }) => "whole_head",
                 None => "unexplained rotation",
             },
             (None, Some(a)) => match &a.mistake {
