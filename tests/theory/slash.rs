@@ -368,6 +368,72 @@ fn rope_attention_is_shift_invariant_only_to_rounding() {
     assert!(largest > 0.0, "RoPE's shifted logits were bit-identical");
 }
 
+/// On a model that has NoPE layers (the converted SmolLM3 fixture: layer 3 of 8 rotates nothing), the queries and
+/// keys before RoPE that its float64 pass computes, rotated as each layer does at every position shifted by `s`:
+/// the NoPE layer's logits are bit-identical for every shift, the RoPE layer's (layer 0) equal only to rounding.
+#[test]
+fn a_models_nope_layers_are_shift_invariant_exactly_and_its_rope_layers_to_rounding() {
+    use ropescope::reference::write::{compute_reference, ReferenceRequest};
+    let path = ropescope_test_support::paths::fixture("converted/smollm3/model.gguf");
+    let model =
+        ropescope::model::Model::<f64>::load(&ropescope::gguf::GgufFile::open(path).unwrap())
+            .unwrap();
+    let ids: Vec<u32> = (1..=24).collect();
+    let (rope_layer, nope_layer) = (0, 3);
+    let req = ReferenceRequest {
+        layers: vec![rope_layer, nope_layer],
+        rows: 0..ids.len(),
+        command: Vec::new(),
+    };
+    let arrays = compute_reference(&model, &ids, &req, &["q_pre", "k_pre"]).unwrap();
+    let array = |name: &str| arrays.iter().find(|a| a.name == name).unwrap();
+    for (layer, exact) in [(rope_layer, false), (nope_layer, true)] {
+        let spec = model.config.layers[layer].rope.spec(ids.len());
+        assert_eq!(spec.rot_dim == 0, exact, "layer {layer}");
+        // The reference layout holds q and k half-split.
+        let rotation = Rotation::rope(RopeSpec {
+            pairing: Pairing::HalfSplit,
+            ..spec
+        });
+        let (q, k) = (
+            array(&format!("q_pre_L{layer}")),
+            array(&format!("k_pre_L{layer}")),
+        );
+        let d = q.shape[2];
+        let (qh, kh) = (&q.data[..ids.len() * d], &k.data[..ids.len() * d]);
+        let mut any_rounding = false;
+        for s in POSITION_SHIFTS {
+            for i in 0..ids.len() {
+                for j in 0..=i {
+                    let (qi, kj) = (&qh[i * d..][..d], &kh[j * d..][..d]);
+                    let (at, shifted) = (
+                        rotation.logit(qi, i, kj, j),
+                        rotation.logit(qi, i + s, kj, j + s),
+                    );
+                    if exact {
+                        assert_eq!(
+                            at.to_bits(),
+                            shifted.to_bits(),
+                            "layer {layer}, s = {s}, ({i}, {j})"
+                        );
+                    } else {
+                        let scale = dot(qi, qi).sqrt() * dot(kj, kj).sqrt();
+                        assert!(
+                            (shifted - at).abs() <= 1e-9 * scale,
+                            "layer {layer}, s = {s}, ({i}, {j})"
+                        );
+                        any_rounding |= shifted != at;
+                    }
+                }
+            }
+        }
+        assert!(
+            exact || any_rounding,
+            "layer {layer}: RoPE's shifted logits were bit-identical"
+        );
+    }
+}
+
 /// Gaussian queries and keys of [`PROMPT_LEN`] positions for the shift checks.
 fn shift_check_vectors() -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let mut rng = rng(SEED);
