@@ -210,26 +210,23 @@ fn judged(
     report: &StageReport,
     top1: Option<bool>,
 ) -> Cell {
-    let mut worst: Option<f64> = None;
-    let mut first = None;
-    for l in &report.layers {
-        let stages = [
+    let worst = (report.stages > 0).then(|| report.worst_ratio());
+    let first = report.layers.iter().find_map(|l| {
+        [
             ("q", l.q.as_ref().map(|c| (c.ratio, c.worst.0))),
             ("k", l.k.as_ref().map(|c| (c.ratio, c.worst.0))),
             ("attn", l.attention.as_ref().map(|c| (c.ratio, c.worst.0))),
-        ];
-        for (stage, r) in stages {
-            let Some((ratio, head)) = r else { continue };
-            worst = Some(worst.map_or(ratio, |w: f64| w.max(ratio)));
-            if ratio > 1.0 && first.is_none() {
-                first = Some(FirstStage {
-                    layer: l.layer,
-                    stage: stage.into(),
-                    head,
-                });
-            }
-        }
-    }
+        ]
+        .into_iter()
+        .find_map(|(stage, r)| match r {
+            Some((ratio, head)) if ratio > 1.0 => Some(FirstStage {
+                layer: l.layer,
+                stage: stage.into(),
+                head,
+            }),
+            _ => None,
+        })
+    });
     let verdict = match (report.stages, report.within, top1) {
         (0, _, _) => Verdict::Wrong,
         (_, true, _) if worst == Some(0.0) => Verdict::Exact,

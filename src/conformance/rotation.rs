@@ -302,7 +302,7 @@ fn explain(
 }
 
 /// A partial rotation applied to the whole head: every coordinate rotated at the plain rates of the base over
-/// the head dimension (with or without the model's scaling of the rates it does rotate), when that explains `post`.
+/// the head dimension (with the model's magnitude), when that explains `post`.
 fn whole_head(
     pre: Vectors<'_>,
     post: Vectors<'_>,

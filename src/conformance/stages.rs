@@ -159,6 +159,23 @@ fn describe(ratio: f64, mistake: Option<String>) -> String {
     }
 }
 
+impl StageReport {
+    /// The largest ratio of deviation to budget over every stage (0 without stages).
+    pub fn worst_ratio(&self) -> f64 {
+        self.layers
+            .iter()
+            .flat_map(|l| {
+                [
+                    l.q.as_ref().map(|c| c.ratio),
+                    l.k.as_ref().map(|c| c.ratio),
+                    l.attention.as_ref().map(|c| c.ratio),
+                ]
+            })
+            .flatten()
+            .fold(0.0, f64::max)
+    }
+}
+
 impl LayerStages {
     /// `(stage name, description, within)` of each stage present, in computation order.
     pub fn lines(&self) -> Vec<(&'static str, String, bool)> {

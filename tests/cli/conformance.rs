@@ -3,9 +3,9 @@
 //! JSON report holds every stage; a dump with nothing to judge, a wrong shape and a missing `ids.npy` are one-line
 //! refusals.
 
-use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run};
+use ropescope_test_support::cli::{arg, assert_ok, assert_refused, run, Run};
 use ropescope_test_support::paths;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn llama() -> PathBuf {
     paths::fixture("converted/llama/model.gguf")
@@ -13,6 +13,26 @@ fn llama() -> PathBuf {
 
 fn dump(rel: &str) -> PathBuf {
     paths::fixture(&format!("conformance/{rel}"))
+}
+
+/// `conformance run` of the vectors `vectors` against the dumps under `dumps` into `out`: the run and the
+/// parsed `conformance.json`.
+fn run_matrix(vectors: &Path, dumps: &Path, out: &Path) -> (Run, serde_json::Value) {
+    let engine = format!("dumps:{}", dumps.display());
+    let r = run(&[
+        "conformance",
+        "run",
+        "--vectors",
+        arg(vectors),
+        "--engine",
+        &engine,
+        "--out",
+        arg(out),
+    ]);
+    let report =
+        serde_json::from_slice(&std::fs::read(out.join("conformance.json")).unwrap_or_default())
+            .unwrap_or(serde_json::Value::Null);
+    (r, report)
 }
 
 #[test]
@@ -182,25 +202,13 @@ fn vectors_then_run_give_the_matrices_of_hf_transformers_and_llama_cpp() {
         assert!(vectors.join("gpt-oss").join(f).is_file(), "{f}");
     }
 
-    let engine = format!("dumps:{}", paths::fixture("conformance/hf").display());
-    let r = run(&[
-        "conformance",
-        "run",
-        "--vectors",
-        arg(&vectors),
-        "--engine",
-        &engine,
-        "--out",
-        arg(&out),
-    ]);
+    let (r, report) = run_matrix(&vectors, &paths::fixture("conformance/hf"), &out);
     assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("4 of 127 cells degraded or wrong"),
         "{}",
         r.stderr
     );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("conformance.json")).unwrap()).unwrap();
     assert_eq!(report["format"], "ropescope-conformance");
     for cell in report["cells"].as_array().unwrap() {
         let (family, config) = (
@@ -227,25 +235,13 @@ fn vectors_then_run_give_the_matrices_of_hf_transformers_and_llama_cpp() {
     // llama.cpp (fixtures/conformance/llamacpp_dumps.py), float32 and Q8_0 weights: four of its own conventions
     // are beyond budget and named; it cannot load deepseek2's file.
     let out = tmp.path().join("llamacpp");
-    let engine = format!("dumps:{}", paths::fixture("conformance/llamacpp").display());
-    let r = run(&[
-        "conformance",
-        "run",
-        "--vectors",
-        arg(&vectors),
-        "--engine",
-        &engine,
-        "--out",
-        arg(&out),
-    ]);
+    let (r, report) = run_matrix(&vectors, &paths::fixture("conformance/llamacpp"), &out);
     assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("7 of 67 cells degraded or wrong"),
         "{}",
         r.stderr
     );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("conformance.json")).unwrap()).unwrap();
     for cell in report["cells"].as_array().unwrap() {
         let (family, config) = (
             cell["family"].as_str().unwrap(),
@@ -322,20 +318,8 @@ fn a_harmless_offset_is_degraded_and_a_pairing_mistake_is_wrong() {
             std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
     }
-    let engine = format!("dumps:{}", root.display());
-    let r = run(&[
-        "conformance",
-        "run",
-        "--vectors",
-        arg(&vectors),
-        "--engine",
-        &engine,
-        "--out",
-        arg(&out),
-    ]);
+    let (r, report) = run_matrix(&vectors, &root, &out);
     assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("conformance.json")).unwrap()).unwrap();
     let cell = |config: &str| {
         report["cells"]
             .as_array()

@@ -4,7 +4,7 @@
 use ropescope::conformance::attention::AttentionMistake;
 use ropescope::conformance::budget::Precision;
 use ropescope::conformance::rotation::RotationMistake;
-use ropescope::conformance::stages::{check_dump, StageReport};
+use ropescope::conformance::stages::check_dump;
 use ropescope::gguf::GgufFile;
 use ropescope::io::token_ids;
 use ropescope::model::Model;
@@ -57,18 +57,7 @@ fn hf_float64_passes_are_far_inside_the_f32_budget_on_every_family() {
         for case in crate::converted::cases_in_reference_layout(&v, tmp.path()) {
             let ids = token_ids::read_file(&case.join("ids.npy")).unwrap();
             let report = check_dump(&model, &ids, &case, Precision::F32).unwrap();
-            let max = report
-                .layers
-                .iter()
-                .flat_map(|l| {
-                    [
-                        l.q.as_ref().map(|c| c.ratio),
-                        l.k.as_ref().map(|c| c.ratio),
-                        l.attention.as_ref().map(|c| c.ratio),
-                    ]
-                })
-                .flatten()
-                .fold(0.0, f64::max);
+            let max = report.worst_ratio();
             let name = case.file_name().unwrap().to_string_lossy().into_owned();
             worst.push(format!("{v}/{name} {max:.1e} ({} stages)", report.stages));
             assert!(
@@ -117,22 +106,6 @@ fn hf_dump(rel: &str) -> (String, PathBuf, serde_json::Value) {
     (variant, dir, meta)
 }
 
-/// The largest ratio of deviation to budget over a report's stages.
-fn worst_ratio(report: &StageReport) -> f64 {
-    report
-        .layers
-        .iter()
-        .flat_map(|l| {
-            [
-                l.q.as_ref().map(|c| c.ratio),
-                l.k.as_ref().map(|c| c.ratio),
-                l.attention.as_ref().map(|c| c.ratio),
-            ]
-        })
-        .flatten()
-        .fold(0.0, f64::max)
-}
-
 /// HF transformers' own runs of every family in float32 and bfloat16, eager and sdpa attention
 /// (`fixtures/conformance/hf`, made by `hf_dumps.py`), are within the budget of their precision at every stage:
 /// honest rounding, however the layers accumulate it, is never called a mistake.
@@ -160,7 +133,7 @@ fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
             };
             let ids = token_ids::read_file(&dir.join("ids.npy")).unwrap();
             let report = check_dump(&hf_model(&variant), &ids, &dir, precision).unwrap();
-            let worst = worst_ratio(&report);
+            let worst = report.worst_ratio();
             figures.push(format!("{rel} {worst:.3} ({} stages)", report.stages));
             assert!(
                 report.within && report.stages >= 4,
@@ -258,7 +231,7 @@ fn ropescope_float32_is_within_the_f32_budget_like_hf_float32() {
             };
             ropescope::reference::write::write_reference(&m32, &path, &ids, &req, &out).unwrap();
             let report = check_dump(&m64, &ids, &out, Precision::F32).unwrap();
-            let worst = worst_ratio(&report);
+            let worst = report.worst_ratio();
             figures.push(format!("{v} {worst:.3}"));
             assert!(
                 report.within && worst <= HF_F32_WORST,
