@@ -27,6 +27,10 @@ Errors are :class:`RopescopeError` (a ``ValueError``) with the engine's message 
 keyword, ``delta_max``, where the command line names its flag) and a ``kind``.
 The GIL is released while the engine computes. Ctrl-C stops a pass within one layer (every pass checks before
 each layer) and raises ``KeyboardInterrupt``; a directory being written is left as it was.
+
+:mod:`ropescope.conformance` judges another engine's RoPE and attention stages against the golden vectors of
+``ropescope conformance vectors`` (its pytest plugin: ``--ropescope-vectors DIR``); :mod:`ropescope.testing`
+compares another engine's arrays with this engine's float64 pass.
 """
 
 import json
@@ -40,7 +44,7 @@ from ._native import reference as _reference
 from ._native import merge as _merge
 from ._native import scan as _scan
 
-__all__ = ["KINDS", "Model", "RopescopeError", "compare", "merge", "reference", "scan"]
+__all__ = ["KINDS", "Model", "RopescopeError", "compare", "conformance", "merge", "reference", "scan"]
 
 #: The per-layer quantities ``Model.forward`` can capture (``logits`` is asked for apart).
 KINDS = ("attn", "scores", "q_pre", "q", "k_pre", "k", "v", "out", "hidden")
@@ -217,3 +221,6 @@ def merge(shards, out, model=None, force=False):
                             None if model is None else os.fspath(model), force)
     _report(text, warnings)
     return _read_json(os.path.join(os.fspath(out), "summary.json"))
+
+
+from . import conformance  # noqa: E402  (uses the helpers above)

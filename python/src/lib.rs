@@ -1,19 +1,21 @@
 //! The native module of the `ropescope` Python package (`ropescope._native`): the engine's model, forward pass,
-//! reference writer and comparison, with the GIL released while they compute. The Python layer
+//! reference writer, comparison and conformance check, with the GIL released while they compute. The Python layer
 //! (`ropescope/__init__.py`) checks and converts arguments and documents the API; this module trusts only what
 //! the engine itself checks again.
 
 use numpy::{Element, PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
-use ropescope::reference::compare::{apply_override, compare_report, default_tolerances};
-use ropescope::io::inputs::Inputs;
-use ropescope::reference::write::{compute_reference, write_reference, ReferenceRequest};
-use ropescope::io::staged::{Record, StagedDir, Staging};
+use ropescope::conformance::budget::Precision as Budget;
+use ropescope::conformance::stages::check_dump;
 use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
+use ropescope::io::inputs::Inputs;
+use ropescope::io::staged::{Record, StagedDir, Staging};
 use ropescope::model::Model as Engine;
 use ropescope::numeric::{Precision, Real};
+use ropescope::reference::compare::{apply_override, compare_report, default_tolerances};
+use ropescope::reference::write::{compute_reference, write_reference, ReferenceRequest};
 use ropescope::scan::{Analysis, MergeRequest, NoProgress, ScanParams, ScanRequest, Shard};
 use ropescope::tokenizer::Tokenizer;
 use ropescope::{Error, ErrorKind};
@@ -84,9 +86,8 @@ struct Model {
 
 /// The [`Precision`] named `name` (`f64` or `f32`).
 fn precision_of(name: &str) -> Result<Precision, Error> {
-    Precision::from_name(name).ok_or_else(|| {
-        Error::parameter("precision", format!("'{name}' is not one of f64, f32"))
-    })
+    Precision::from_name(name)
+        .ok_or_else(|| Error::parameter("precision", format!("'{name}' is not one of f64, f32")))
 }
 
 /// Loads `path` in `precision` (`f64` or `f32`).
@@ -233,6 +234,37 @@ fn compare(py: Python<'_>, a: PathBuf, b: PathBuf, tol: Vec<String>) -> PyResult
     engine_call(py, run)
 }
 
+/// Judges every RoPE and attention stage of the dump directory `dump_dir` (the reference layout) of a pass of
+/// `model_path` over `ids` by an engine working in `precision` (`f32`, `bf16`, `f16`), as `ropescope
+/// conformance check --json` does; returns the report as JSON text. A dump with no stage to judge is an error,
+/// as on the command line.
+#[pyfunction]
+fn conformance_check(
+    py: Python<'_>,
+    model_path: PathBuf,
+    ids: Vec<u32>,
+    dump_dir: PathBuf,
+    precision: &str,
+) -> PyResult<String> {
+    let run = || -> Result<String, Error> {
+        let budget: Budget = precision
+            .parse()
+            .map_err(|why: String| Error::parameter("precision", why))?;
+        let file = GgufFile::open(&model_path)?;
+        let model = Engine::<f64>::load(&file)?;
+        let report = check_dump(&model, &ids, &dump_dir, budget)?;
+        if report.stages == 0 {
+            return Err(Error::Argument(format!(
+                "{} holds no stage to judge: a stage needs q_pre_L{{l}}.npy with q_L{{l}}.npy, k_pre with k, or \
+                 q and k with attn_L{{l}}.npy",
+                dump_dir.display()
+            )));
+        }
+        serde_json::to_string(&report).map_err(|e| Error::Internal(e.to_string()))
+    };
+    engine_call(py, run)
+}
+
 /// Runs a scan into `out` as `ropescope scan` does (`ropescope::scan::run`), with the GIL released and Ctrl-C
 /// checked between layers; returns the ranked text summary (empty for a shard) and the summary's warnings.
 #[pyfunction]
@@ -308,6 +340,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(conformance_check, m)?)?;
     m.add("RopescopeError", m.py().get_type::<RopescopeError>())?;
     Ok(())
 }
