@@ -1,6 +1,6 @@
 //! The attention stage judged on its own: another engine's probabilities against ropescope's float64 softmax of
 //! that engine's own post-RoPE queries and keys (scale, soft-cap, mask and sink as the model states them), within
-//! [`budget`](super::budget); and, beyond it, whether a wrong mask or a wrong scale explains them.
+//! [`budget`]; and, beyond it, whether a wrong mask or a wrong scale explains them.
 
 use super::budget::{self, Precision};
 use super::rotation::Vectors;

@@ -1,6 +1,6 @@
 //! The conformance matrix (`ropescope conformance run`): every family of a vectors set against every
 //! configuration of an engine's dumps, one verdict per cell from the stage-by-stage budget
-//! ([`check_dump`](super::stages::check_dump)) and the top-1 tokens, written as `conformance.json` and a page.
+//! ([`check_dump`]) and the top-1 tokens, written as `conformance.json` and a page.
 
 use super::budget::Precision;
 use super::stages::{check_dump, StageReport};

@@ -1,5 +1,5 @@
 //! The RoPE stage judged on its own: another engine's post-RoPE queries or keys against ropescope's rotation of
-//! that engine's own pre-RoPE vectors, within [`budget`](super::budget); and, where they are beyond it, which
+//! that engine's own pre-RoPE vectors, within [`budget`]; and, where they are beyond it, which
 //! kind of mistake explains them.
 //!
 //! The kinds are those engines have shipped: a *magnitude* (every rotated pair scaled by one constant, as a YaRN
