@@ -250,7 +250,13 @@ pub fn check_dump(
     let mut layers = Vec::new();
     let mut candidate: Vec<usize> = listing.tensors.keys().map(|(l, _)| *l).collect();
     candidate.dedup();
-    for l in candidate.into_iter().filter(|&l| l < c.n_layers) {
+    if let Some(((l, _), file)) = listing.tensors.iter().find(|((l, _), _)| *l >= c.n_layers) {
+        return Err(Error::bad_data(
+            dir.join(file),
+            format!("layer {l} does not exist (the model has {})", c.n_layers),
+        ));
+    }
+    for l in candidate {
         let lc = &c.layers[l];
         let (hd, kvh) = (lc.head_dim(), lc.n_kv_heads);
         // The reference layout stores every head half-split, its rotated part first (`reference::write`).

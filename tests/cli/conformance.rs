@@ -128,6 +128,13 @@ fn dumps_that_cannot_be_judged_are_refused_in_one_line() {
     );
     std::fs::copy(dump("hf/llama/eager-f32/ids.npy"), empty.join("ids.npy")).unwrap();
     assert_refused(&check(&empty), 2, &["holds no stage to judge"]);
+    std::fs::write(empty.join("q_L9.npy"), b"").unwrap();
+    assert_refused(
+        &check(&empty),
+        3,
+        &["q_L9.npy", "layer 9 does not exist (the model has 2)"],
+    );
+    std::fs::remove_file(empty.join("q_L9.npy")).unwrap();
     let wrong = [2usize, 48, 16];
     ropescope::io::npy::write(
         &empty.join("q_pre_L0.npy"),
