@@ -19,8 +19,8 @@ pub struct Args {
     /// qwen3-30b-a3b, smollm2-135m, gemma-3-270m, gpt-oss-20b, deepseek-v2-lite, gemma-4-e2b.
     #[arg(long)]
     like: String,
-    /// Storage type of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K), or `keep` to
-    /// keep each tensor's type from `--like FILE`.
+    /// Storage type of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, TQ1_0,
+    /// TQ2_0, MXFP4), or `keep` to keep each tensor's type from `--like FILE`.
     #[arg(long, default_value = "keep")]
     quant: String,
     /// Seed of the random weights.

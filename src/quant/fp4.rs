@@ -4,7 +4,7 @@
 //! As in ggml, the E2M1 levels are kept doubled (integers) and the scales halved, so every product is exact.
 
 /// ggml's `kvalues_mxfp4`: the 16 E2M1 values, doubled.
-const E2M1_DOUBLED: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+pub(super) const E2M1_DOUBLED: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
 /// ggml's `ggml_e8m0_to_fp32_half`: half of the power of two `2^(e - 127)` an E8M0 byte encodes (exponents 0 and
 /// 1 give subnormals).

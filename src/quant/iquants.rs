@@ -10,7 +10,7 @@ use super::f16_at;
 use super::grids::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID};
 
 /// ggml's `kvalues_iq4nl`: the 16 levels of IQ4_NL and IQ4_XS.
-const IQ4_LEVELS: [i8; 16] = [
+pub(super) const IQ4_LEVELS: [i8; 16] = [
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 ];
 

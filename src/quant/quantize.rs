@@ -7,6 +7,8 @@
 //! identical to ggml's. The fixture `fixtures/quant/make_quantize_fixtures.py` produces the reference bytes with
 //! llama.cpp's own `libggml-base` and, for the types it can quantize, with gguf-py's `gguf.quants.quantize`.
 
+use super::fp4::E2M1_DOUBLED;
+use super::iquants::IQ4_LEVELS;
 use super::types::{GgmlType, QK_K};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
@@ -28,6 +30,10 @@ fn block_quantizer(ty: GgmlType) -> Option<BlockQuantizer> {
         Q8_0 => q8_0,
         Q4_K => q4_k,
         Q6_K => q6_k,
+        IQ4_NL => iq4_nl,
+        TQ1_0 => tq1_0,
+        TQ2_0 => tq2_0,
+        MXFP4 => mxfp4,
         _ => return None,
     })
 }
@@ -428,6 +434,151 @@ fn q6_k(x: &[f32], out: &mut [u8]) {
             ql[l + 32] = (q(1) & 0xF) | ((q(3) & 0xF) << 4);
             qh[l] = (q(0) >> 4) | ((q(1) >> 4) << 2) | ((q(2) >> 4) << 4) | ((q(3) >> 4) << 6);
         }
+    }
+}
+
+/// MXFP4: `e = floor(log2(amax)) - 2 + 127` (E8M0; 0 for an all-zero block), then each value's nearest level of
+/// `2^(e-128) * E2M1_DOUBLED` (the first of equal distances); low nibbles hold the first 16 values.
+fn mxfp4(x: &[f32], out: &mut [u8]) {
+    let mut amax = 0.0f32;
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+        }
+    }
+    // ggml converts the float to `uint8_t` directly; on its targets that goes through a 32-bit integer.
+    let e = if amax > 0.0 {
+        (amax.log2().floor() - 2.0 + 127.0) as i32 as u8
+    } else {
+        0
+    };
+    let d = if e < 2 {
+        f32::from_bits(0x0020_0000u32 << e)
+    } else {
+        f32::from_bits(((e - 1) as u32) << 23)
+    };
+    let best = |v: f32| {
+        let mut best_index = 0u8;
+        let mut best_err = (E2M1_DOUBLED[0] as f32 * d - v).abs();
+        for (i, &k) in E2M1_DOUBLED.iter().enumerate().skip(1) {
+            let err = (k as f32 * d - v).abs();
+            if err < best_err {
+                best_index = i as u8;
+                best_err = err;
+            }
+        }
+        best_index
+    };
+    out[0] = e;
+    for j in 0..16 {
+        out[1 + j] = best(x[j]) | (best(x[j + 16]) << 4);
+    }
+}
+
+/// The scale of a ternary block (its largest magnitude) and its inverse (0 for an all-zero block).
+fn ternary_scale(x: &[f32]) -> (f32, f32) {
+    let mut amax = 0.0f32;
+    for &v in x {
+        amax = if amax > v.abs() { amax } else { v.abs() };
+    }
+    (amax, if amax != 0.0 { 1.0 / amax } else { 0.0 })
+}
+
+/// The ternary digit `round(v / d) + 1` (`lroundf`, half away from zero) in `0..=2`.
+fn trit(v: f32, id: f32) -> u8 {
+    ((v * id).round() as i32 + 1) as u8
+}
+
+/// `trits` base-3 digits (the first most significant) packed into a byte as TQ1_0 keeps them: the number they
+/// spell times 256/243, rounded up, so each digit surfaces at the top of `byte · 3ⁿ`.
+fn pack_trits(digits: impl Iterator<Item = u8>, shift: bool) -> u8 {
+    let mut q = 0u8;
+    for t in digits {
+        q = q.wrapping_mul(3).wrapping_add(t);
+    }
+    if shift {
+        q = q.wrapping_mul(3);
+    }
+    (q as u16 * 256).div_ceil(243) as u8
+}
+
+/// TQ1_0: `d = amax`; the ternary digits of values 0..160 five to a byte over 32 bytes (byte `m` holds values
+/// `m + 32n`), of values 160..240 five to a byte over 16 bytes, of values 240..256 four to a byte of `qh`.
+fn tq1_0(x: &[f32], out: &mut [u8]) {
+    let (d, id) = ternary_scale(x);
+    for m in 0..32 {
+        out[m] = pack_trits((0..5).map(|n| trit(x[m + 32 * n], id)), false);
+    }
+    let x2 = &x[160..240];
+    for m in 0..16 {
+        out[32 + m] = pack_trits((0..5).map(|n| trit(x2[m + 16 * n], id)), false);
+    }
+    let x3 = &x[240..256];
+    for j in 0..4 {
+        out[48 + j] = pack_trits((0..4).map(|m| trit(x3[j + 4 * m], id)), true);
+    }
+    put_f16(&mut out[52..54], d);
+}
+
+/// TQ2_0: `d = amax`; 2-bit codes `round(x/d) + 1`, four per byte (per 32 bytes, bit pair `n` of byte `m` is
+/// value `32 n + m`).
+fn tq2_0(x: &[f32], out: &mut [u8]) {
+    let (d, id) = ternary_scale(x);
+    for (xs, qs) in x.chunks_exact(128).zip(out[..64].chunks_exact_mut(32)) {
+        for (m, q) in qs.iter_mut().enumerate() {
+            *q = (0..4).fold(0u8, |a, n| a | ((trit(xs[m + 32 * n], id) & 3) << (2 * n)));
+        }
+    }
+    put_f16(&mut out[64..66], d);
+}
+
+/// ggml's `best_index_int8`: the index of the level nearest `x` (the upper of two equally near).
+fn best_index_int8(values: &[i8; 16], x: f32) -> u8 {
+    if x <= values[0] as f32 {
+        return 0;
+    }
+    if x >= values[15] as f32 {
+        return 15;
+    }
+    let (mut ml, mut mu) = (0usize, 15usize);
+    while mu - ml > 1 {
+        let mav = (ml + mu) / 2;
+        if x < values[mav] as f32 {
+            mu = mav;
+        } else {
+            ml = mav;
+        }
+    }
+    if x - (values[mu - 1] as f32) < values[mu] as f32 - x {
+        (mu - 1) as u8
+    } else {
+        mu as u8
+    }
+}
+
+/// IQ4_NL (ggml's `quantize_row_iq4_nl_impl` with one block of 32, no importance weights and no scale search):
+/// levels for `d = max / -127`, then `d` refitted by least squares with weights `x²`. A block whose largest
+/// magnitude is below `GROUP_MAX_EPS` gets `d = 0` and all-zero codes (ggml leaves that block's codes as its
+/// scratch array held them; they do not change the values).
+fn iq4_nl(x: &[f32], out: &mut [u8]) {
+    let (max, amax) = signed_absmax(x);
+    let mut levels = [0u8; 32];
+    let mut d = 0.0f32;
+    if amax >= GROUP_MAX_EPS {
+        let id = 1.0 / (max / IQ4_LEVELS[0] as f32);
+        let (mut sumqx, mut sumq2) = (0.0f32, 0.0f32);
+        for (l, &v) in levels.iter_mut().zip(x) {
+            *l = best_index_int8(&IQ4_LEVELS, id * v);
+            let q = IQ4_LEVELS[*l as usize] as f32;
+            let w = v * v;
+            sumqx += w * q * v;
+            sumq2 += w * q * q;
+        }
+        d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
+    }
+    put_f16(&mut out[0..2], d);
+    for j in 0..16 {
+        out[2 + j] = levels[j] | (levels[j + 16] << 4);
     }
 }
 

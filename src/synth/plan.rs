@@ -80,6 +80,7 @@ pub struct Plan {
 fn fallback(ty: GgmlType) -> GgmlType {
     use GgmlType::*;
     match ty {
+        TQ1_0 | TQ2_0 => Q4_0,
         Q4_K => Q5_0,
         Q5_K => Q5_1,
         Q6_K => Q8_0,
@@ -101,7 +102,10 @@ fn file_type(ty: GgmlType) -> Option<u32> {
         Q5_1 => 9,
         Q4_K => 14,
         Q6_K => 18,
+        IQ4_NL => 25,
         BF16 => 32,
+        TQ1_0 => 36,
+        TQ2_0 => 37,
         _ => return None,
     })
 }
@@ -214,10 +218,15 @@ impl Plan {
             }
         };
         if !can_quantize(ty) {
+            let writable: Vec<&str> = (0..=u8::MAX as u32)
+                .filter_map(GgmlType::from_id)
+                .filter(|&t| can_quantize(t))
+                .map(GgmlType::name)
+                .collect();
             return Err(Error::Unsupported(format!(
-                "tensor '{name}': synth cannot write type {} (it writes F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, \
-                 Q8_0, Q4_K, Q6_K); give --quant TYPE",
-                ty.name()
+                "tensor '{name}': synth cannot write type {} (it writes {}); give --quant TYPE",
+                ty.name(),
+                writable.join(", ")
             )));
         }
         let n: u64 = dims

@@ -1,9 +1,11 @@
 //! Quantization is byte-identical to ggml's reference quantizers (llama.cpp's `libggml-base`), and, for the
 //! types gguf-py quantizes, to gguf-py's `gguf.quants.quantize` (the fixture script checks the two agree).
 //!
-//! Tolerance: none; every byte must match. Reference data: `fixtures/quant/make_quantize_fixtures.py`, on rows
-//! that reach every branch (Gaussian at three scales, an outlier, all-positive, all-negative, constant, all-zero,
-//! below ggml's `GROUP_MAX_EPS`, exact half-step ties, zero groups, uniform).
+//! Tolerance: none; every byte must match (for IQ4_NL, ggml leaves the codes of a block below `GROUP_MAX_EPS`,
+//! whose scale is 0, as its scratch array held them; the fixture zeroes them, as ropescope writes them).
+//! Reference data: `fixtures/quant/make_quantize_fixtures.py`, on rows that reach every branch (Gaussian at three
+//! scales, an outlier, all-positive, all-negative, constant, all-zero, below ggml's `GROUP_MAX_EPS`, exact
+//! half-step ties, zero groups, uniform).
 
 use ropescope::quant::{can_quantize, dequantize_into, quantize_into, GgmlType};
 use ropescope_test_support::paths;
@@ -30,7 +32,8 @@ fn every_quantizer_matches_ggml_byte_for_byte() {
     let x = input();
     assert_eq!(x.len() % ROW_LEN, 0);
     for name in [
-        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "F16", "BF16",
+        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "MXFP4", "TQ1_0", "TQ2_0",
+        "IQ4_NL", "F16", "BF16",
     ] {
         let ty = GgmlType::from_name(name).unwrap();
         let want = std::fs::read(paths::fixture(&format!("quant/quantize_{name}.bin"))).unwrap();
@@ -62,13 +65,22 @@ fn quantize_then_dequantize_stays_within_a_step() {
     // is one short of it; for the K-quants, half a step of their grids (Q6_K: levels -32..31 over ±amax, half
     // step amax/64; Q4_K: 16 levels over [min, max], half step amax/15) with a third more for the rounding of
     // the groups' scales to 6- or 8-bit codes under an f16 super-scale: amax/48 and amax/12.
-    // Measured on the fixture: Q8_0 0.0039, Q5_0 0.041, Q4_0 0.085, Q6_K 0.014, Q4_K 0.053 (of amax).
+    // The ternary types round each value to -d, 0 or d with d its block's largest magnitude: half of it. MXFP4's
+    // levels reach 6 of its power-of-two unit s while a block's largest magnitude lies in [4s, 8s): at most 2s,
+    // half of it. IQ4_NL: half the widest gap of its levels (23 of 127, by the extreme one), amax/11, with the
+    // refitted scale moving the levels a little: amax/8.
+    // Measured on the fixture: Q8_0 0.0039, Q5_0 0.041, Q4_0 0.085, Q6_K 0.014, Q4_K 0.053, MXFP4 0.19,
+    // TQ1_0 and TQ2_0 0.498, IQ4_NL 0.080 (of amax).
     for (name, fraction) in [
         ("Q8_0", 0.5 / 127.0),
         ("Q5_0", 1.0 / 16.0),
         ("Q4_0", 1.0 / 8.0),
         ("Q6_K", 1.0 / 48.0),
         ("Q4_K", 1.0 / 12.0),
+        ("MXFP4", 0.5),
+        ("TQ1_0", 0.5),
+        ("TQ2_0", 0.5),
+        ("IQ4_NL", 1.0 / 8.0),
     ] {
         let ty = GgmlType::from_name(name).unwrap();
         let mut back = vec![0.0f32; x.len()];
@@ -90,7 +102,7 @@ fn quantize_then_dequantize_stays_within_a_step() {
 
 #[test]
 fn types_without_a_quantizer_are_refused_by_name() {
-    for name in ["Q2_K", "Q3_K", "Q5_K", "IQ4_NL"] {
+    for name in ["Q2_K", "Q3_K", "Q5_K", "IQ4_XS", "NVFP4"] {
         let ty = GgmlType::from_name(name).unwrap();
         assert!(!can_quantize(ty));
         let mut out = vec![0u8; ty.byte_size(256).unwrap() as usize];
