@@ -201,29 +201,31 @@ pub fn check(
     let chunks_beyond = (0..dev.chunk_ratio.len())
         .filter(|&l| dev.chunk_ratio[l] > 1.0)
         .collect();
+    let ratio = norm_ratio(pre, post, layout);
     let mistake = (dev.ratio > 1.0)
-        .then(|| explain(pre, post, layout, &expected, precision))
+        .then(|| explain(pre, post, layout, &expected, ratio, precision))
         .flatten();
     RotationCheck {
         ratio: dev.ratio,
         worst: dev.worst,
         chunks_beyond,
         row0_within: dev.row0 <= 1.0,
-        norm_ratio: norm_ratio(pre, post, layout),
+        norm_ratio: ratio,
         mistake,
     }
 }
 
-/// The first hypothesis, simplest first, whose prediction is within budget.
+/// The first hypothesis, simplest first, whose prediction is within budget; `ratio` is the engine's rotated norms
+/// over the expected ones ([`norm_ratio`]).
 fn explain(
     pre: Vectors<'_>,
     post: Vectors<'_>,
     layout: &RotationLayout,
     expected: &Rotation,
+    ratio: f64,
     precision: Precision,
 ) -> Option<RotationMistake> {
     let fits = |h: &Rotation| deviation(pre, post, layout, h, precision).ratio <= 1.0;
-    let ratio = norm_ratio(pre, post, layout);
     let scaled = Rotation {
         magnitude: expected.magnitude * ratio,
         ..expected.clone()

@@ -8,7 +8,7 @@ use super::rotation::{self, ChunkRate, RotationCheck, RotationLayout, RotationMi
 use crate::error::{Error, Result};
 use crate::io::npy::Array;
 use crate::model::Model;
-use crate::reference::diverge::{check_ids, dump_rows, sort_names};
+use crate::reference::diverge::{check_dump_ids, dump_rows, read_listing};
 use crate::rope::{Pairing, RopeSpec};
 use serde::Serialize;
 use std::fmt;
@@ -227,35 +227,23 @@ fn expect_shape(dir: &Path, name: &str, shape: &[usize], want: &[usize]) -> Resu
 }
 
 /// Judges every stage of the dump directory `dir` (the reference layout) of a pass of `model` over `ids` by an
-/// engine working in `precision`. Errors: `dir` unreadable or without any stage to judge, a file that is not a
-/// readable `.npy`, `ids.npy` holding other ids, a shape that does not fit the model and prompt.
+/// engine working in `precision`; a dump without any stage gives a report of none (`stages` 0). Errors: `dir`
+/// unreadable, a file that is not a readable `.npy`, a layer the model does not have, `ids.npy` holding other
+/// ids, a shape that does not fit the model and prompt.
 pub fn check_dump(
     model: &Model<f64>,
     ids: &[u32],
     dir: &Path,
     precision: Precision,
 ) -> Result<StageReport> {
-    let names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect();
-    let listing = sort_names(names);
-    let t = ids.len();
-    if listing.ids {
-        let path = dir.join("ids.npy");
-        check_ids(&Array::read(&path)?, ids, &path.display().to_string())?;
-    }
-    let rows = dump_rows(dir, t)?;
     let c = &model.config;
+    let listing = read_listing(dir, c.n_layers)?;
+    check_dump_ids(dir, &listing, ids)?;
+    let t = ids.len();
+    let rows = dump_rows(dir, t)?;
     let mut layers = Vec::new();
     let mut candidate: Vec<usize> = listing.tensors.keys().map(|(l, _)| *l).collect();
     candidate.dedup();
-    if let Some(((l, _), file)) = listing.tensors.iter().find(|((l, _), _)| *l >= c.n_layers) {
-        return Err(Error::bad_data(
-            dir.join(file),
-            format!("layer {l} does not exist (the model has {})", c.n_layers),
-        ));
-    }
     for l in candidate {
         let lc = &c.layers[l];
         let (hd, kvh) = (lc.head_dim(), lc.n_kv_heads);

@@ -102,7 +102,7 @@ pub(crate) struct Listing {
     /// Whether `logits.npy` is present.
     logits: bool,
     /// Whether `ids.npy` is present.
-    pub(crate) ids: bool,
+    ids: bool,
     /// Other `.npy` files.
     pub(crate) ignored: Vec<String>,
 }
@@ -129,6 +129,32 @@ pub(crate) fn sort_names(names: impl IntoIterator<Item = String>) -> Listing {
     }
     listing.ignored.sort();
     listing
+}
+
+/// The files of the dump directory `dir`, sorted into the layout; a layer a model of `n_layers` does not have is
+/// an error naming its file.
+pub(crate) fn read_listing(dir: &Path, n_layers: usize) -> Result<Listing> {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    let listing = sort_names(names);
+    if let Some(((l, _), file)) = listing.tensors.iter().find(|((l, _), _)| *l >= n_layers) {
+        return Err(Error::bad_data(
+            dir.join(file),
+            format!("layer {l} does not exist (the model has {n_layers})"),
+        ));
+    }
+    Ok(listing)
+}
+
+/// Checks that the dump `dir`'s `ids.npy`, when `listing` has one, holds the token ids `ids`.
+pub(crate) fn check_dump_ids(dir: &Path, listing: &Listing, ids: &[u32]) -> Result<()> {
+    if !listing.ids {
+        return Ok(());
+    }
+    let path = dir.join("ids.npy");
+    check_ids(&Array::read(&path)?, ids, &path.display().to_string())
 }
 
 /// Checks that a dump's `ids.npy` (array `a`, read from `origin`) holds the token ids `ids` given, as one
@@ -301,11 +327,7 @@ pub fn diverge(
     dir: &Path,
     tolerances: &BTreeMap<String, Tolerance>,
 ) -> Result<DivergeReport> {
-    let names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect();
-    let listing = sort_names(names);
+    let listing = read_listing(dir, model.config.n_layers)?;
     if listing.tensors.is_empty() && !listing.logits {
         return Err(Error::Argument(format!(
             "{} holds no tensor of the reference layout ({{kind}}_L{{layer}}.npy, kind one of {}; logits.npy)",
@@ -313,17 +335,7 @@ pub fn diverge(
             LAYER_KINDS.join(", ")
         )));
     }
-    let n_layers = model.config.n_layers;
-    if let Some(((l, _), file)) = listing.tensors.iter().find(|((l, _), _)| *l >= n_layers) {
-        return Err(Error::bad_data(
-            dir.join(file),
-            format!("layer {l} does not exist (the model has {n_layers})"),
-        ));
-    }
-    if listing.ids {
-        let path = dir.join("ids.npy");
-        check_ids(&Array::read(&path)?, ids, &path.display().to_string())?;
-    }
+    check_dump_ids(dir, &listing, ids)?;
     let mut dumps = BTreeMap::new();
     for file in listing.tensors.values() {
         dumps.insert(file.clone(), Array::read(&dir.join(file))?);

@@ -32,18 +32,6 @@ fn hf_model(variant: &str) -> Model<f64> {
     model
 }
 
-/// Every variant's converted fixtures.
-fn variants() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(paths::fixture("converted"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("model.gguf").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 /// HF's float64 pass judged stage by stage as if it came from an engine in float32: every stage of every
 /// variant is far inside the budget (below 10⁻⁸ of it: float64 rounding), which checks that the stages are recomputed with each
 /// family's own conventions (pairing, partial and latent layouts, masks, windows, chunks, soft-caps, sinks,
@@ -51,7 +39,7 @@ fn variants() -> Vec<String> {
 #[test]
 fn hf_float64_passes_are_far_inside_the_f32_budget_on_every_family() {
     let mut worst = Vec::new();
-    for v in variants() {
+    for v in crate::model_refusals::converted_variants() {
         let model = hf_model(&v);
         let tmp = tempfile::tempdir().unwrap();
         for case in crate::converted::cases_in_reference_layout(&v, tmp.path()) {
@@ -118,7 +106,11 @@ fn hf_float32_and_bfloat16_runs_are_within_budget_on_every_family() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     entries.sort();
-    assert_eq!(entries.len(), variants().len(), "{entries:?}");
+    assert_eq!(
+        entries.len(),
+        crate::model_refusals::converted_variants().len(),
+        "{entries:?}"
+    );
     for entry in entries {
         for config in ["eager-f32", "eager-bf16", "sdpa-f32", "sdpa-bf16"] {
             let rel = format!("hf/{entry}/{config}");
@@ -214,7 +206,7 @@ fn every_injected_bug_is_beyond_budget_and_named_by_its_kind() {
 fn ropescope_float32_is_within_the_f32_budget_like_hf_float32() {
     const HF_F32_WORST: f64 = 0.19;
     let mut figures = Vec::new();
-    for v in variants() {
+    for v in crate::model_refusals::converted_variants() {
         let path = paths::fixture(&format!("converted/{v}/model.gguf"));
         let file = GgufFile::open(&path).unwrap();
         let mut m32 = Model::<f32>::load(&file).unwrap();

@@ -360,7 +360,7 @@ fn inspect_reports_gemma_query_scalars_by_size() {
 }
 
 /// Every converted variant, sorted.
-fn converted_variants() -> Vec<String> {
+pub(crate) fn converted_variants() -> Vec<String> {
     let root = paths::fixture("converted");
     let mut variants: Vec<String> = std::fs::read_dir(&root)
         .unwrap()
