@@ -6,7 +6,7 @@ use crate::gguf::GgufFile;
 use crate::io::check_output_file;
 use crate::io::inputs::Inputs;
 use crate::quant::GgmlType;
-use crate::synth::{NamedShape, Plan, Quant, NAMED_SHAPES};
+use crate::synth::{Mix, NamedShape, Plan, Quant, NAMED_SHAPES};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -20,7 +20,10 @@ pub struct Args {
     #[arg(long)]
     like: String,
     /// Storage type of every matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, TQ1_0,
-    /// TQ2_0, MXFP4), or `keep` to keep each tensor's type from `--like FILE`.
+    /// TQ2_0, MXFP4, NVFP4, as ggml's reference quantizers write them; IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+    /// IQ3_XXS, IQ3_S, IQ4_XS as valid random blocks of the weights' RMS, since ggml's quantizers for them need
+    /// an importance matrix), a mix of `llama-quantize` that types each tensor as it does (Q4_K_M, MXFP4_MOE), or
+    /// `keep` to keep each tensor's type from `--like FILE`.
     #[arg(long, default_value = "keep")]
     quant: String,
     /// Seed of the random weights.
@@ -39,26 +42,32 @@ pub struct Args {
 
 /// Runs `synth`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let quant =
-        if args.quant.eq_ignore_ascii_case("keep") {
-            Quant::Keep
-        } else {
-            Quant::All(GgmlType::from_name(&args.quant).or_argument(|| {
-                format!("--quant {}: not a ggml type name (or `keep`)", args.quant)
-            })?)
-        };
+    let quant = if args.quant.eq_ignore_ascii_case("keep") {
+        Quant::Keep
+    } else if let Some(mix) = Mix::from_name(&args.quant) {
+        Quant::Mix(mix)
+    } else {
+        Quant::All(GgmlType::from_name(&args.quant).or_argument(|| {
+            let mixes: Vec<&str> = Mix::ALL.iter().map(|m| m.name()).collect();
+            format!(
+                "--quant {}: not a ggml type name, a mix ({}) or `keep`",
+                args.quant,
+                mixes.join(", ")
+            )
+        })?)
+    };
     if args.out.exists() && !args.force {
         refuse!("{} exists; give --force to replace it", args.out.display());
     }
     check_output_file(&args.out, &Inputs::new([Path::new(&args.like)]))?;
     let plan = if let Some(shape) = NamedShape::find(&args.like) {
-        let Quant::All(ty) = quant else {
+        if quant == Quant::Keep {
             refuse!(
                 "--like {}: a named shape has no types to keep; give --quant TYPE",
                 args.like
             );
-        };
-        Plan::named(shape, ty)?
+        }
+        Plan::named(shape, quant)?
     } else if Path::new(&args.like).exists() {
         Plan::like(&GgufFile::open_header(&args.like)?, quant)?
     } else {

@@ -74,32 +74,56 @@ impl<T: Real> Model<T> {
 
     /// Working memory of a forward pass over `n` tokens (activations of the widest layer plus attention blocks,
     /// and the residual stream, which is kept in f64; the keys and values other layers reuse are counted in
-    /// every layer's share, a bound).
+    /// every layer's share, a bound; a mixture of experts adds [`Model::expert_bytes_per_token`]).
     pub fn activation_bytes(&self, n: usize) -> u64 {
         let c = &self.config;
+        let size = std::mem::size_of::<T>() as u64;
         let stream = (c.n_embd as u64 * 8).saturating_mul(n as u64);
+        let shared = c
+            .layers
+            .iter()
+            .filter(|m| m.kv_from.is_some())
+            .count()
+            .min(1);
         let per_layer = |l: &super::LayerConfig| {
             let (d, dv, kv) = (l.head_dim(), l.value_dim, l.n_kv_heads);
-            let shared = c
-                .layers
-                .iter()
-                .filter(|m| m.kv_from.is_some())
-                .count()
-                .min(1);
-            2 * c.n_embd
+            let elements = 2 * c.n_embd
                 + 2 * (c.n_heads * d + kv * d) // q, k and their pre-RoPE copies
                 + kv * d // the keys transposed for the score products
                 + kv * dv
                 + 2 * c.n_heads * dv
                 + 3 * l.n_ff
-                + shared * 2 * kv * (2 * d + dv) // kept keys and values of a layer others reuse
+                + shared * 2 * kv * (2 * d + dv); // kept keys and values of a layer others reuse
+            let experts = if l.experts {
+                self.expert_bytes_per_token()
+            } else {
+                0
+            };
+            elements as u64 * size + experts
         };
         let per_token = c.layers.iter().map(per_layer).max().unwrap_or(0);
-        let blocks = c.n_heads * 2 * attention::ROW_BLOCK; // logits and probabilities per head block, per token
-        ((per_token + blocks) as u64)
+        let blocks = (c.n_heads * 2 * attention::ROW_BLOCK) as u64 * size; // logits and probabilities per head block
+        (per_token + blocks)
             .saturating_mul(n as u64)
-            .saturating_mul(std::mem::size_of::<T>() as u64)
             .saturating_add(stream)
+    }
+
+    /// What a mixture-of-experts block adds per token to the working memory of a pass (0 without one): the
+    /// router's logits and each token's routes, the f64 sum of the experts' outputs, one expert's gathered
+    /// input, gate, up and down outputs at a time (each token at most once per expert), the shared expert's
+    /// activations and, beside a dense block (Gemma 4), the router's and the experts' normed inputs.
+    pub fn expert_bytes_per_token(&self) -> u64 {
+        let c = &self.config;
+        let Some(moe) = c.moe else { return 0 };
+        let size = std::mem::size_of::<T>() as u64;
+        let d = c.n_embd as u64;
+        let routes = 2 * moe.n_used as u64 * 16; // (expert, weight) per route, by token and by expert
+        let elements = moe.n_experts as u64 // router logits
+            + 2 * d // one expert's gathered input and down output
+            + 2 * moe.n_ff as u64 // its gate and up outputs
+            + 3 * moe.n_ff_shared.unwrap_or(0) as u64
+            + if moe.beside_dense { 3 * d } else { 0 };
+        elements * size + d * 8 + routes
     }
 }
 

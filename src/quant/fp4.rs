@@ -27,7 +27,7 @@ fn pow2(k: i32) -> f32 {
 /// Half of the unsigned E4M3 value of `x` (bias 7; the sign bit ignored; 0 and the NaN code 0x7F give 0), as
 /// gguf-py's `NVFP4.ue4m3_to_fp32` computes it.
 #[inline]
-fn ue4m3_half(x: u8) -> f32 {
+pub(super) fn ue4m3_half(x: u8) -> f32 {
     if x == 0 || x == 0x7F {
         return 0.0;
     }

@@ -15,6 +15,7 @@ mod iquants;
 mod kquants;
 mod legacy;
 mod quantize;
+mod random_blocks;
 mod ternary;
 mod types;
 

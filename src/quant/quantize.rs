@@ -7,8 +7,9 @@
 //! identical to ggml's. The fixture `fixtures/quant/make_quantize_fixtures.py` produces the reference bytes with
 //! llama.cpp's own `libggml-base` and, for the types it can quantize, with gguf-py's `gguf.quants.quantize`.
 
-use super::fp4::E2M1_DOUBLED;
+use super::fp4::{ue4m3_half, E2M1_DOUBLED};
 use super::iquants::IQ4_LEVELS;
+use super::random_blocks::random_block;
 use super::types::{GgmlType, QK_K};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
@@ -16,7 +17,8 @@ use half::{bf16, f16};
 /// Quantizes one block: `x` holds the type's `block_size` values, `out` receives its `type_size` bytes.
 type BlockQuantizer = fn(&[f32], &mut [u8]);
 
-/// The per-block quantizer of a type, where ropescope has one.
+/// The per-block quantizer of a type, where ropescope has one (for the i-quants that need an importance matrix,
+/// and IQ4_XS, valid random blocks of the values' RMS: `random_blocks`).
 fn block_quantizer(ty: GgmlType) -> Option<BlockQuantizer> {
     use GgmlType::*;
     Some(match ty {
@@ -34,6 +36,15 @@ fn block_quantizer(ty: GgmlType) -> Option<BlockQuantizer> {
         TQ1_0 => tq1_0,
         TQ2_0 => tq2_0,
         MXFP4 => mxfp4,
+        NVFP4 => nvfp4,
+        IQ1_S => |x, o| random_block(IQ1_S, x, o),
+        IQ1_M => |x, o| random_block(IQ1_M, x, o),
+        IQ2_XXS => |x, o| random_block(IQ2_XXS, x, o),
+        IQ2_XS => |x, o| random_block(IQ2_XS, x, o),
+        IQ2_S => |x, o| random_block(IQ2_S, x, o),
+        IQ3_XXS => |x, o| random_block(IQ3_XXS, x, o),
+        IQ3_S => |x, o| random_block(IQ3_S, x, o),
+        IQ4_XS => |x, o| random_block(IQ4_XS, x, o),
         _ => return None,
     })
 }
@@ -457,22 +468,73 @@ fn mxfp4(x: &[f32], out: &mut [u8]) {
     } else {
         f32::from_bits(((e - 1) as u32) << 23)
     };
-    let best = |v: f32| {
-        let mut best_index = 0u8;
-        let mut best_err = (E2M1_DOUBLED[0] as f32 * d - v).abs();
-        for (i, &k) in E2M1_DOUBLED.iter().enumerate().skip(1) {
-            let err = (k as f32 * d - v).abs();
-            if err < best_err {
-                best_index = i as u8;
-                best_err = err;
-            }
-        }
-        best_index
-    };
     out[0] = e;
     for j in 0..16 {
-        out[1 + j] = best(x[j]) | (best(x[j + 16]) << 4);
+        out[1 + j] = best_e2m1(x[j], d) | (best_e2m1(x[j + 16], d) << 4);
     }
+}
+
+/// ggml's `best_index_mxfp4`: the index of the level of `d * E2M1_DOUBLED` nearest `v` (the first of equal
+/// distances).
+fn best_e2m1(v: f32, d: f32) -> u8 {
+    let mut best_index = 0u8;
+    let mut best_err = (E2M1_DOUBLED[0] as f32 * d - v).abs();
+    for (i, &k) in E2M1_DOUBLED.iter().enumerate().skip(1) {
+        let err = (k as f32 * d - v).abs();
+        if err < best_err {
+            best_index = i as u8;
+            best_err = err;
+        }
+    }
+    best_index
+}
+
+/// NVFP4: for each sub-block of 16, the unsigned E4M3 scale of `amax / 6` (`ggml_fp32_to_ue4m3`), then each
+/// value's nearest level of half that scale times `E2M1_DOUBLED`; low nibbles hold the sub-block's first 8.
+fn nvfp4(x: &[f32], out: &mut [u8]) {
+    let (scales, qs) = out.split_at_mut(4);
+    for (s, (xb, q)) in x.chunks_exact(16).zip(qs.chunks_exact_mut(8)).enumerate() {
+        let mut amax = 0.0f32;
+        for &v in xb {
+            if amax < v.abs() {
+                amax = v.abs();
+            }
+        }
+        let ue = to_ue4m3(amax / 6.0);
+        scales[s] = ue;
+        let d = ue4m3_half(ue);
+        for j in 0..8 {
+            q[j] = best_e2m1(xb[j], d) | (best_e2m1(xb[j + 8], d) << 4);
+        }
+    }
+}
+
+/// ggml's `ggml_fp32_to_ue4m3`: unsigned E4M3 (bias 7) of `x`, its mantissa rounded on the first dropped bit,
+/// saturating at 0x7E (448); 0 for `x ≤ 0` or NaN, subnormals rounded half up.
+fn to_ue4m3(x: f32) -> u8 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    let x = x.min(448.0);
+    let bits = x.to_bits();
+    let exp = ((bits >> 23) & 0xFF) as i32 - 127 + 7;
+    if exp <= 0 {
+        let man = ((x * 512.0 + 0.5) as i32).min(7);
+        return if man < 1 { 0 } else { man as u8 };
+    }
+    if exp >= 15 {
+        return 0x7E;
+    }
+    let mut man = ((bits >> 20) & 7) as i32 + ((bits >> 19) & 1) as i32;
+    let mut exp = exp;
+    if man > 7 {
+        man = 0;
+        exp += 1;
+        if exp >= 15 {
+            return 0x7E;
+        }
+    }
+    ((exp << 3) | man) as u8
 }
 
 /// The scale of a ternary block (its largest magnitude) and its inverse (0 for an all-zero block).

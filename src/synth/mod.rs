@@ -9,6 +9,7 @@
 pub mod tiny;
 internal_mod! {
     fill;
+    mix;
     plan;
     shapes;
 }
@@ -17,11 +18,13 @@ pub use tiny::{SyntheticExperts, SyntheticGemma4, SyntheticMla, SyntheticModel, 
 #[cfg(feature = "internals")]
 pub use {
     fill::Fill,
+    mix::Mix,
     plan::{Plan, Quant},
     shapes::{NamedShape, NAMED_SHAPES},
 };
 #[cfg(not(feature = "internals"))]
 pub(crate) use {
+    mix::Mix,
     plan::{Plan, Quant},
     shapes::{NamedShape, NAMED_SHAPES},
 };

@@ -8,6 +8,7 @@
 //! tensor's index and the chunk's index alone, so the bytes do not depend on the thread count.
 
 use super::fill::{fill_for, is_rope_factors, Fill, ModelScale};
+use super::mix::{Mix, MixChooser};
 use super::shapes::NamedShape;
 
 use crate::error::{Error, Result};
@@ -36,6 +37,8 @@ pub enum Quant {
     /// factors and every tensor whose name does not end in `weight` (biases, also the experts' 2-D ones) stay F32,
     /// and a tensor whose rows do not fill whole blocks falls back as llama.cpp's does.
     All(GgmlType),
+    /// Each tensor takes the type `llama-quantize` gives it in this mix (and the same fallbacks).
+    Mix(Mix),
 }
 
 /// One tensor of a plan.
@@ -80,6 +83,7 @@ pub struct Plan {
 fn fallback(ty: GgmlType) -> GgmlType {
     use GgmlType::*;
     match ty {
+        IQ1_S | IQ1_M | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ4_XS => IQ4_NL,
         TQ1_0 | TQ2_0 => Q4_0,
         Q4_K => Q5_0,
         Q5_K => Q5_1,
@@ -102,10 +106,19 @@ fn file_type(ty: GgmlType) -> Option<u32> {
         Q5_1 => 9,
         Q4_K => 14,
         Q6_K => 18,
+        IQ2_XXS => 19,
+        IQ2_XS => 20,
+        IQ3_XXS => 23,
+        IQ1_S => 24,
         IQ4_NL => 25,
+        IQ3_S => 26,
+        IQ2_S => 28,
+        IQ4_XS => 30,
+        IQ1_M => 31,
         BF16 => 32,
         TQ1_0 => 36,
         TQ2_0 => 37,
+        NVFP4 => 39,
         _ => return None,
     })
 }
@@ -139,6 +152,8 @@ impl Plan {
             tensors: Vec::with_capacity(file.tensors().len()),
             notes: Vec::new(),
         };
+        let names: Vec<&str> = file.tensors().iter().map(|t| t.name.as_str()).collect();
+        let mut types = Types::new(quant, &names, h.n_layers, h.n_experts.unwrap_or(0));
         for info in file.tensors() {
             let fill = if is_rope_factors(&info.name) {
                 if !file.is_complete(info) {
@@ -152,16 +167,15 @@ impl Plan {
             } else {
                 fill_for(&info.name, &info.dims, scale)?
             };
+            let quant = types.of(&info.name, &info.dims);
             plan.push(&info.name, &info.dims, Some(info.ty), fill, quant)?;
         }
-        if let Quant::All(ty) = quant {
-            plan.set_file_type(ty);
-        }
+        plan.set_file_type(quant);
         Ok(plan)
     }
 
-    /// The plan of the built-in shape `shape`, every matrix of type `ty`.
-    pub fn named(shape: &NamedShape, ty: GgmlType) -> Result<Plan> {
+    /// The plan of the built-in shape `shape`, its matrices typed by `quant` (a type or a mix; not `Keep`).
+    pub fn named(shape: &NamedShape, quant: Quant) -> Result<Plan> {
         let (metadata, tensors) = shape.header()?;
         let mut plan = Plan {
             version: 3,
@@ -170,10 +184,14 @@ impl Plan {
             tensors: Vec::with_capacity(tensors.len()),
             notes: Vec::new(),
         };
-        for (name, dims, fill) in tensors {
-            plan.push(&name, &dims, None, fill, Quant::All(ty))?;
+        let names: Vec<&str> = tensors.iter().map(|(n, _, _)| n.as_str()).collect();
+        let n_experts = shape.experts.map_or(0, |e| e.count);
+        let mut types = Types::new(quant, &names, shape.n_layers, n_experts);
+        let typed: Vec<Quant> = tensors.iter().map(|(n, d, _)| types.of(n, d)).collect();
+        for ((name, dims, fill), quant) in tensors.into_iter().zip(typed) {
+            plan.push(&name, &dims, None, fill, quant)?;
         }
-        plan.set_file_type(ty);
+        plan.set_file_type(quant);
         Ok(plan)
     }
 
@@ -188,6 +206,7 @@ impl Plan {
     ) -> Result<()> {
         let ty = match (quant, source) {
             (Quant::Keep, Some(ty)) => ty,
+            (Quant::Mix(_), _) => unreachable!("a mix is resolved to a type per tensor first"),
             (Quant::Keep, None) => {
                 return Err(Error::parameter(
                     "quant",
@@ -261,10 +280,15 @@ impl Plan {
         Ok(())
     }
 
-    /// Sets `general.file_type`, when the metadata has it, to the type the matrices now have.
-    fn set_file_type(&mut self, ty: GgmlType) {
+    /// Sets `general.file_type`, when the metadata has it, to the type or mix the matrices now have.
+    fn set_file_type(&mut self, quant: Quant) {
+        let code = match quant {
+            Quant::Keep => None,
+            Quant::All(ty) => file_type(ty),
+            Quant::Mix(mix) => Some(mix.file_type()),
+        };
         if let (Some(code), Some(entry)) = (
-            file_type(ty),
+            code,
             self.metadata
                 .iter_mut()
                 .find(|(k, _)| k == "general.file_type"),
@@ -358,6 +382,30 @@ impl Plan {
         let mut bytes = vec![0u8; t.ty.byte_size(len as u64).unwrap_or(0) as usize];
         quantize_into(t.ty, &values, &mut bytes, &t.name).map_err(io::Error::other)?;
         Ok(bytes)
+    }
+}
+
+/// The storage choice of each tensor of a plan, in file order: a mix resolved to one type per tensor, anything
+/// else passed through.
+enum Types {
+    Same(Quant),
+    Mix(MixChooser),
+}
+
+impl Types {
+    fn new(quant: Quant, names: &[&str], n_layers: usize, n_experts: usize) -> Types {
+        match quant {
+            Quant::Mix(mix) => Types::Mix(MixChooser::new(mix, names, n_layers, n_experts)),
+            q => Types::Same(q),
+        }
+    }
+
+    /// The choice for the next tensor, `name` of shape `dims`.
+    fn of(&mut self, name: &str, dims: &[u64]) -> Quant {
+        match self {
+            Types::Same(q) => *q,
+            Types::Mix(m) => Quant::All(m.type_of(name, dims)),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! with this repository's writer; the quantizers are checked against ggml in `tests/engine/quant_quantize.rs`; Llama
 //! 3.1's RoPE factors are checked with the engine's recogniser, which is itself checked against HF transformers.
 
-use ropescope::gguf::GgufFile;
+use ropescope::gguf::{GgufFile, Value};
 use ropescope::model::arch;
 use ropescope::model::arch::rope::llama3_of;
 use ropescope::model::config::Routing;
@@ -13,7 +13,7 @@ use ropescope::model::{Activation, ModelConfig};
 use ropescope::quant::GgmlType;
 use ropescope::rope::Scaling;
 use ropescope::synth::SyntheticModel;
-use ropescope::synth::{Fill, NamedShape, Plan, Quant, NAMED_SHAPES};
+use ropescope::synth::{Fill, Mix, NamedShape, Plan, Quant, NAMED_SHAPES};
 use ropescope::tokenizer::Tokenizer;
 use ropescope_test_support::paths;
 use std::path::Path;
@@ -88,6 +88,44 @@ fn keep_plans_the_whole_file_from_a_truncated_header() {
     );
 }
 
+/// `--quant Q4_K_M` and `MXFP4_MOE` type each tensor as llama.cpp's own quantizer did: for the 16-layer mixture of
+/// experts of `fixtures/quant/make_mix_fixtures.py` (every layer rule and the fallbacks of 320-wide rows), and, for
+/// Q4_K_M, for the real 7B file, which llama-quantize wrote.
+#[test]
+fn mixes_type_every_tensor_as_llama_quantize_does() {
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(paths::fixture("quant/mix_types.json")).unwrap(),
+    )
+    .unwrap();
+    let head = GgufFile::open_header(paths::fixture("quant/mix_qwen3moe.header.gguf")).unwrap();
+    for (name, types) in expected["mixes"].as_object().unwrap() {
+        let mix = Mix::from_name(name).unwrap();
+        let plan = Plan::like(&head, Quant::Mix(mix)).unwrap();
+        assert_eq!(plan.tensors.len(), types.as_object().unwrap().len());
+        for t in &plan.tensors {
+            assert_eq!(
+                t.ty.name(),
+                types[&t.name].as_str().unwrap(),
+                "{name}: {}",
+                t.name
+            );
+        }
+        let file_type = plan.metadata.iter().find(|(k, _)| k == "general.file_type");
+        assert_eq!(file_type.unwrap().1, Value::U32(mix.file_type()), "{name}");
+    }
+    let real = GgufFile::open_header(paths::model(paths::QWEN7B_HEAD)).unwrap();
+    let plan = Plan::like(&real, Quant::Mix(Mix::Q4KM)).unwrap();
+    let differ: Vec<_> = plan
+        .tensors
+        .iter()
+        .zip(real.tensors())
+        .filter(|(t, r)| t.ty != r.ty)
+        .map(|(t, r)| format!("{}: {} not {}", t.name, t.ty.name(), r.ty.name()))
+        .collect();
+    assert!(differ.is_empty(), "{differ:?}");
+    assert!(plan.tensors.iter().any(|t| t.ty == GgmlType::Q6_K));
+}
+
 /// A small qwen2 model (biases included) whose embedding, 32 × 70000, spans three of synth's parallel chunks of
 /// about a million values, so that chunking and thread count are exercised.
 fn tiny_model(dir: &Path) -> std::path::PathBuf {
@@ -159,7 +197,7 @@ fn header_with_rope_factors(plan: &Plan) -> GgufFile {
 #[test]
 fn every_named_shape_resolves_and_tokenizes_bytes() {
     for shape in NAMED_SHAPES {
-        let plan = Plan::named(shape, GgmlType::Q4_K).unwrap();
+        let plan = Plan::named(shape, Quant::All(GgmlType::Q4_K)).unwrap();
         let file = header_with_rope_factors(&plan);
         let tokenizer = Tokenizer::from_gguf(&file).unwrap();
         assert_eq!(
@@ -188,7 +226,7 @@ const Q5_0_BYTES: f64 = 22.0 / 32.0;
 
 /// The Q4_K plan of the named shape `name` and its configuration as the engine resolves it.
 fn named(name: &str) -> (Plan, ModelConfig) {
-    let plan = Plan::named(NamedShape::find(name).unwrap(), GgmlType::Q4_K).unwrap();
+    let plan = Plan::named(NamedShape::find(name).unwrap(), Quant::All(GgmlType::Q4_K)).unwrap();
     let config = arch::resolve(&header_with_rope_factors(&plan)).unwrap();
     (plan, config)
 }
@@ -397,7 +435,11 @@ fn gemma_4_e2b_has_its_published_configuration() {
 /// Llama 3.1 8B's `rope_freqs.weight` is read by the engine as Llama 3 scaling with Llama 3.1's parameters.
 #[test]
 fn llama31_rope_factors_are_llama3_scaling() {
-    let plan = Plan::named(NamedShape::find("llama-3.1-8b").unwrap(), GgmlType::Q4_K).unwrap();
+    let plan = Plan::named(
+        NamedShape::find("llama-3.1-8b").unwrap(),
+        Quant::All(GgmlType::Q4_K),
+    )
+    .unwrap();
     let t = plan
         .tensors
         .iter()
@@ -500,7 +542,7 @@ fn family_layouts_run_with_activations_in_range() {
         }
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("model.gguf");
-        Plan::named(&shape, GgmlType::F32)
+        Plan::named(&shape, Quant::All(GgmlType::F32))
             .unwrap()
             .write(1, &out, &|_| {})
             .unwrap();

@@ -1,5 +1,7 @@
 //! Quantization is byte-identical to ggml's reference quantizers (llama.cpp's `libggml-base`), and, for the
-//! types gguf-py quantizes, to gguf-py's `gguf.quants.quantize` (the fixture script checks the two agree).
+//! types gguf-py quantizes, to gguf-py's `gguf.quants.quantize` (the fixture script checks the two agree). The
+//! i-quants whose ggml quantizers need an importance matrix, and IQ4_XS, are written as valid random blocks
+//! instead, checked for validity and scale below.
 //!
 //! Tolerance: none; every byte must match (for IQ4_NL, ggml leaves the codes of a block below `GROUP_MAX_EPS`,
 //! whose scale is 0, as its scratch array held them; the fixture zeroes them, as ropescope writes them).
@@ -32,7 +34,7 @@ fn every_quantizer_matches_ggml_byte_for_byte() {
     let x = input();
     assert_eq!(x.len() % ROW_LEN, 0);
     for name in [
-        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "MXFP4", "TQ1_0", "TQ2_0",
+        "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "MXFP4", "NVFP4", "TQ1_0", "TQ2_0",
         "IQ4_NL", "F16", "BF16",
     ] {
         let ty = GgmlType::from_name(name).unwrap();
@@ -70,7 +72,9 @@ fn quantize_then_dequantize_stays_within_a_step() {
     // half of it. IQ4_NL: half the widest gap of its levels (23 of 127, by the extreme one), amax/11, with the
     // refitted scale moving the levels a little: amax/8.
     // Measured on the fixture: Q8_0 0.0039, Q5_0 0.041, Q4_0 0.085, Q6_K 0.014, Q4_K 0.053, MXFP4 0.19,
-    // TQ1_0 and TQ2_0 0.498, IQ4_NL 0.080 (of amax).
+    // TQ1_0 and TQ2_0 0.498, IQ4_NL 0.080 (of amax). NVFP4: its E4M3 scale of a sub-block's `amax / 6` is rounded
+    // to 3 mantissa bits (a factor 1 ± 1/16), and its widest gap, between levels 4 and 6, is two scales: about
+    // amax/6 at most (measured 0.11).
     for (name, fraction) in [
         ("Q8_0", 0.5 / 127.0),
         ("Q5_0", 1.0 / 16.0),
@@ -81,6 +85,7 @@ fn quantize_then_dequantize_stays_within_a_step() {
         ("TQ1_0", 0.5),
         ("TQ2_0", 0.5),
         ("IQ4_NL", 1.0 / 8.0),
+        ("NVFP4", 0.2),
     ] {
         let ty = GgmlType::from_name(name).unwrap();
         let mut back = vec![0.0f32; x.len()];
@@ -102,7 +107,7 @@ fn quantize_then_dequantize_stays_within_a_step() {
 
 #[test]
 fn types_without_a_quantizer_are_refused_by_name() {
-    for name in ["Q2_K", "Q3_K", "Q5_K", "IQ4_XS", "NVFP4"] {
+    for name in ["Q2_K", "Q3_K", "Q5_K", "Q8_K"] {
         let ty = GgmlType::from_name(name).unwrap();
         assert!(!can_quantize(ty));
         let mut out = vec![0u8; ty.byte_size(256).unwrap() as usize];
@@ -112,6 +117,48 @@ fn types_without_a_quantizer_are_refused_by_name() {
             message.contains(name) && message.contains("blk.0.attn_q.weight"),
             "{message}"
         );
+    }
+}
+
+/// The i-quants whose ggml quantizers need an importance matrix, and IQ4_XS, are written as valid random blocks:
+/// every value finite, each block's RMS that of its input within the f16 rounding of the block scale (2⁻¹¹,
+/// asserted within 10⁻³), an all-zero block all zeros, and the bytes a function of the values alone.
+#[test]
+fn random_iquant_blocks_are_valid_and_keep_each_blocks_rms() {
+    let x = &input()[..4 * ROW_LEN];
+    let rms =
+        |v: &[f32]| (v.iter().map(|&a| a as f64 * a as f64).sum::<f64>() / v.len() as f64).sqrt();
+    for name in [
+        "IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_XS",
+    ] {
+        let ty = GgmlType::from_name(name).unwrap();
+        assert!(can_quantize(ty), "{name}");
+        let bytes = quantized(ty, x);
+        assert_eq!(
+            bytes,
+            quantized(ty, x),
+            "{name}: not a function of the values"
+        );
+        let mut back = vec![0.0f32; x.len()];
+        dequantize_into(ty, &bytes, &mut back, "fixture").unwrap();
+        for (i, (a, b)) in x.chunks(256).zip(back.chunks(256)).enumerate() {
+            assert!(b.iter().all(|v| v.is_finite()), "{name} block {i}");
+            let (want, got) = (rms(a), rms(b));
+            assert!(
+                (got / want - 1.0).abs() < 1e-3,
+                "{name} block {i}: RMS {got} for {want}"
+            );
+        }
+        let mut moved = x.to_vec();
+        moved[3] += 1.0;
+        assert_ne!(
+            quantized(ty, &moved)[..],
+            bytes[..],
+            "{name}: the same bytes for other values"
+        );
+        let mut zero = vec![1.0f32; 256];
+        dequantize_into(ty, &quantized(ty, &[0.0; 256]), &mut zero, "zero").unwrap();
+        assert!(zero.iter().all(|&v| v == 0.0), "{name}: an all-zero block");
     }
 }
 

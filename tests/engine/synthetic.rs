@@ -900,3 +900,29 @@ fn unsupported_or_incomplete_models_are_clear_errors() {
     ));
     assert!(e.contains("does not divide"), "{e}");
 }
+
+/// The memory pre-flight counts what a mixture of experts adds per token (router logits, the f64 sum of the
+/// experts' outputs, one expert's gathered input and its gate, up and down outputs, the routes), and a dense
+/// model adds nothing.
+#[test]
+fn the_memory_preflight_counts_the_experts() {
+    let mut m = SyntheticModel::new("qwen3moe");
+    m.experts = Some(SyntheticExperts {
+        count: 64,
+        used: 8,
+        n_ff: 96,
+        shared: 0,
+        leading_dense: 0,
+    });
+    let model = Model::<f32>::load(&GgufFile::from_bytes(m.to_bytes()).unwrap()).unwrap();
+    let c = &model.config;
+    let d = c.n_embd as u64;
+    let least = 4 * (64 + 2 * 96 + 2 * d) + 8 * d + 8 * 2 * 16;
+    assert_eq!(model.expert_bytes_per_token(), least);
+    let n = 100;
+    assert!(model.activation_bytes(n) >= n as u64 * least);
+    let dense =
+        Model::<f32>::load(&GgufFile::from_bytes(SyntheticModel::new("llama").to_bytes()).unwrap())
+            .unwrap();
+    assert_eq!(dense.expert_bytes_per_token(), 0);
+}

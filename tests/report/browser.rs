@@ -300,3 +300,24 @@ fn real_models_reports_open_with_their_claims() {
         assert!(checked >= 20, "{model}: {checked} numbers checked");
     }
 }
+
+/// The reports of mixtures of experts open with their headlines equal to their files: Qwen3-MoE (softmax routing
+/// over stacked experts), GPT-OSS (sinks, experts with biases) and DeepSeek-V2 (latent
+/// attention, shared experts), each converted by llama.cpp's converter and scanned as a user would.
+#[test]
+fn mixtures_of_experts_reports_open_with_their_headlines() {
+    let Some(chromium) = chromium() else { return };
+    let work = tempfile::tempdir().unwrap();
+    for variant in ["qwen3-moe", "gpt-oss", "deepseek2"] {
+        let out = work.path().join(variant);
+        let page = ropescope_test_support::inputs::scan_converted(variant, &out);
+        // Fails on any console error.
+        let dom = dump_dom(
+            &chromium,
+            &work.path().join("profile"),
+            &file_url(&page, None),
+        );
+        let checked = headlines::check(&dom, &out);
+        assert!(checked >= 10, "{variant}: {checked} numbers checked");
+    }
+}
