@@ -13,13 +13,14 @@
 //!
 //! Each figure is the median over `RUNS` profiled passes after one warm-up pass. A model whose file is absent
 //! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32` or `-- f64` for one precision; threads:
-//! `RAYON_NUM_THREADS`, default every core).
+//! `RAYON_NUM_THREADS`, default every core). `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one
+//! pass without capture (logits of every position), e.g. the mixtures of experts of `benches/scale.sh`.
 
 #[path = "support/models.rs"]
 mod models;
 
 use models::{cached, token_ids, MODELS, TOKENS};
-use ropescope::capture::CollectSink;
+use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
 use ropescope::linalg::{peak::fma_peak_gflops, Isa};
 use ropescope::model::{ForwardOptions, Model};
@@ -46,7 +47,8 @@ struct Peaks {
     one: Option<f64>,
 }
 
-fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks) {
+/// Profiles `RUNS` passes (or `runs`) of `path`'s model, with full capture or none.
+fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks, capture: bool, runs: usize) {
     let file = GgufFile::open(path).expect("model file");
     let model = Model::<T>::load(&file).expect("supported model");
     let ids = token_ids(model.config.vocab_size);
@@ -56,23 +58,28 @@ fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks) {
     };
     let layers: Vec<usize> = (0..model.config.n_layers).collect();
     let pass = || {
-        let mut sink = CollectSink::new(layers.clone(), 0..TOKENS);
         let start = Instant::now();
-        model.forward(&ids, &opts, &mut sink).expect("forward");
+        if capture {
+            let mut sink = CollectSink::new(layers.clone(), 0..TOKENS);
+            model.forward(&ids, &opts, &mut sink).expect("forward");
+        } else {
+            model.forward(&ids, &opts, &mut NoCapture).expect("forward");
+        }
         start.elapsed().as_secs_f64()
     };
     pass();
     let mut totals: Vec<Vec<StepTotal>> = Vec::new();
     let mut walls = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let profile = Profile::start();
         walls.push(pass());
         totals.push(profile.finish());
     }
     let wall = median(walls);
     println!(
-        "\n{name} {}, {TOKENS} tokens, full capture: {wall:.3} s per pass (median of {RUNS}); {} FMA peak {} GFLOP/s at {} threads, {} at 1",
+        "\n{name} {}, {TOKENS} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {} threads, {} at 1",
         T::NAME,
+        if capture { "full capture" } else { "no capture" },
         peaks.isa,
         peaks.all.map_or("-".into(), |p| format!("{p:.1}")),
         rayon::current_num_threads(),
@@ -141,14 +148,25 @@ fn main() {
             all: fma_peak_gflops(isa, double, threads, PEAK_SECONDS),
             one: fma_peak_gflops(isa, double, 1, PEAK_SECONDS),
         };
-        for (name, file_name) in MODELS {
-            let Some(path) = cached(name, file_name) else {
-                continue;
-            };
+        let chosen = std::env::var_os("ROPESCOPE_BREAKDOWN_FILE").map(std::path::PathBuf::from);
+        let files: Vec<(String, std::path::PathBuf)> = match &chosen {
+            Some(p) => vec![(p.display().to_string(), p.clone())],
+            None => MODELS
+                .iter()
+                .filter_map(|(name, file_name)| Some((name.to_string(), cached(name, file_name)?)))
+                .collect(),
+        };
+        // A chosen file may be a 30B mixture of experts: one profiled pass, without capture.
+        let (capture, runs) = if chosen.is_some() {
+            (false, 1)
+        } else {
+            (true, RUNS)
+        };
+        for (name, path) in &files {
             if double {
-                run::<f64>(name, &path, &peaks);
+                run::<f64>(name, path, &peaks, capture, runs);
             } else {
-                run::<f32>(name, &path, &peaks);
+                run::<f32>(name, path, &peaks, capture, runs);
             }
         }
     }

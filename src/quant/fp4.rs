@@ -40,12 +40,23 @@ pub(super) fn ue4m3_half(x: u8) -> f32 {
     }
 }
 
+/// `E2M1_DOUBLED` as f32 (exact), so that [`e2m1`] multiplies without converting.
+const E2M1_DOUBLED_F32: [f32; 16] = {
+    let mut t = [0f32; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = E2M1_DOUBLED[i] as f32;
+        i += 1;
+    }
+    t
+};
+
 /// `d * level[nibble]` for the 2·`low.len()` codes of `qs`: low nibbles into `low`, high nibbles into `high`.
 #[inline]
 fn e2m1(d: f32, qs: &[u8], low: &mut [f32], high: &mut [f32]) {
     for ((&q, a), b) in qs.iter().zip(low).zip(high) {
-        *a = d * (E2M1_DOUBLED[(q & 0x0F) as usize] as f32);
-        *b = d * (E2M1_DOUBLED[(q >> 4) as usize] as f32);
+        *a = d * E2M1_DOUBLED_F32[(q & 0x0F) as usize];
+        *b = d * E2M1_DOUBLED_F32[(q >> 4) as usize];
     }
 }
 
