@@ -10,6 +10,7 @@ use crate::capture::{Capture, HeadCapture, HeadInfo, HeadRows, HeadVectors, Laye
 use crate::linalg::gemm_transb;
 use crate::numeric::Real;
 use crate::rope::RopeSpec;
+use std::sync::Arc;
 
 /// Rows per batch of the Gram-matrix update.
 pub const GRAM_ROWS: usize = 512;
@@ -171,8 +172,10 @@ fn accumulate_gram(gram: &mut [f64], x_t: &[f64], d: usize, n: usize) {
 pub struct HeadSums {
     /// Pre-RoPE queries.
     pub q: RowSums,
-    /// Pre-RoPE keys.
-    pub k: RowSums,
+    /// Pre-RoPE keys: the sums of the head's key/value head, one allocation shared by every query head of the
+    /// group (their keys are the same rows; with Gram matrices, copies would multiply the scan's memory by the
+    /// group size).
+    pub k: Arc<RowSums>,
     /// Values (no Gram matrices).
     pub v: RowSums,
     /// The layer's rotary embedding (set once a prompt has run).
@@ -184,16 +187,26 @@ pub struct HeadSums {
 pub struct VectorStatsCapture {
     pub(crate) n_heads: usize,
     pub(crate) grams: bool,
+    /// Query heads per key/value head, per layer (1 where the heads do not divide into groups).
+    pub(crate) group: Vec<usize>,
     /// `[L·H]` sums, `None` until a prompt has run.
     pub(crate) heads: Vec<Option<HeadSums>>,
 }
 
 impl VectorStatsCapture {
-    /// Statistics of `n_layers × n_heads` heads; `grams` adds the `d × d` Gram matrices the rank statistics need.
-    pub fn new(n_layers: usize, n_heads: usize, grams: bool) -> Self {
+    /// Statistics of `n_layers × n_heads` heads (`kv_heads[l]` key/value heads in layer `l`); `grams` adds the
+    /// `d × d` Gram matrices the rank statistics need.
+    pub fn new(n_layers: usize, n_heads: usize, kv_heads: &[usize], grams: bool) -> Self {
+        let group = (0..n_layers)
+            .map(|l| match kv_heads.get(l) {
+                Some(&kv) if kv > 0 && n_heads.is_multiple_of(kv) => n_heads / kv,
+                _ => 1,
+            })
+            .collect();
         Self {
             n_heads,
             grams,
+            group,
             heads: vec![None; n_layers * n_heads],
         }
     }
@@ -203,27 +216,96 @@ impl VectorStatsCapture {
         self.heads.get(layer * self.n_heads + head)?.as_ref()
     }
 
+    /// The query head of `(layer, head)`'s group that accumulates the group's key sums: its first.
+    fn key_owner(&self, layer: usize, head: usize) -> usize {
+        let g = self.group[layer];
+        head - head % g
+    }
+
+    /// Adds one head's sums over a prompt (`k` given by the group's owner only) to its running sums, and keeps
+    /// every query head of the group pointing at the owner's key sums.
+    fn fold(
+        &mut self,
+        layer: usize,
+        head: usize,
+        q: RowSums,
+        k: Option<RowSums>,
+        v: RowSums,
+        rope: Option<RopeSpec>,
+    ) {
+        let n = self.n_heads;
+        let owner = layer * n + self.key_owner(layer, head);
+        let group = owner..owner + self.group[layer];
+        let at = layer * n + head;
+        if let Some(k) = k {
+            // The other heads of the group let go of the owner's sums, so that they are added to in place.
+            for i in group.clone().filter(|&i| i != owner) {
+                if let Some(s) = &mut self.heads[i] {
+                    s.k = Arc::new(RowSums::new(0, 0, false));
+                }
+            }
+            match &mut self.heads[owner] {
+                Some(total) => Arc::make_mut(&mut total.k).merge(&k),
+                None => {
+                    self.heads[owner] = Some(HeadSums {
+                        q: RowSums::new(0, 0, false),
+                        k: Arc::new(k),
+                        v: RowSums::new(0, 0, false),
+                        rope: None,
+                    })
+                }
+            }
+        }
+        match &mut self.heads[at] {
+            Some(total) if total.rope.is_some() => {
+                total.q.merge(&q);
+                total.v.merge(&v);
+            }
+            slot => {
+                let k = slot
+                    .take()
+                    .map_or_else(|| Arc::new(RowSums::new(0, 0, false)), |s| s.k);
+                *slot = Some(HeadSums { q, k, v, rope });
+            }
+        }
+        let shared = self.heads[owner].as_ref().map(|s| Arc::clone(&s.k));
+        if let Some(shared) = shared {
+            for i in group.filter(|&i| i != owner) {
+                if let Some(s) = &mut self.heads[i] {
+                    s.k = Arc::clone(&shared);
+                }
+            }
+        }
+    }
+
+    /// Points every query head at its group owner's key sums, dropping their copies (read back from files,
+    /// which hold one per query head).
+    pub(crate) fn share_keys(&mut self) {
+        let n = self.n_heads;
+        for i in 0..self.heads.len() {
+            let owner = (i / n) * n + self.key_owner(i / n, i % n);
+            if owner != i {
+                if let Some(shared) = self.heads[owner].as_ref().map(|s| Arc::clone(&s.k)) {
+                    if let Some(s) = &mut self.heads[i] {
+                        s.k = shared;
+                    }
+                }
+            }
+        }
+    }
+
     /// Adds the sums of `other` (the same heads, later prompts) to these, head by head, exactly as the capture
     /// adds a prompt's sums when a head ends: folding single-prompt captures in prompt order gives the capture
     /// of all the prompts bit for bit.
     pub fn absorb(&mut self, other: VectorStatsCapture) {
-        for (slot, sums) in self.heads.iter_mut().zip(other.heads) {
-            if let Some(sums) = sums {
-                fold_head(slot, sums);
+        let n = self.n_heads;
+        for (i, sums) in other.heads.into_iter().enumerate() {
+            if let Some(s) = sums {
+                let (layer, head) = (i / n, i % n);
+                let k = (self.key_owner(layer, head) == head).then(|| (*s.k).clone());
+                self.fold(layer, head, s.q, k, s.v, s.rope);
             }
         }
-    }
-}
-
-/// Adds one head's sums over a prompt to its running sums (the first prompt's become them).
-fn fold_head(slot: &mut Option<HeadSums>, sums: HeadSums) {
-    match slot {
-        Some(total) => {
-            total.q.merge(&sums.q);
-            total.k.merge(&sums.k);
-            total.v.merge(&sums.v);
-        }
-        None => *slot = Some(sums),
     }
 }
 
@@ -242,18 +324,23 @@ fn chunk_pairs(info: &HeadInfo) -> (Vec<ChunkDims>, Vec<ChunkDims>) {
     (qk, v)
 }
 
-/// One head's sums for the current prompt.
+/// One head's sums for the current prompt (the keys only in the head that owns its group's key sums).
 pub struct VectorStatsHead {
-    sums: HeadSums,
+    q: RowSums,
+    k: Option<RowSums>,
+    v: RowSums,
+    rope: RopeSpec,
 }
 
 impl<T: Real> HeadCapture<T> for VectorStatsHead {
     fn vectors(&mut self, info: &HeadInfo, vectors: &HeadVectors<'_, T>) {
         let (qk, v) = chunk_pairs(info);
         let unrotated = info.rope.unrotated_dims();
-        self.sums.q.add_rows(&vectors.q_pre, &qk, &unrotated);
-        self.sums.k.add_rows(&vectors.k_pre, &qk, &unrotated);
-        self.sums.v.add_rows(&vectors.v, &v, &[]);
+        self.q.add_rows(&vectors.q_pre, &qk, &unrotated);
+        if let Some(k) = &mut self.k {
+            k.add_rows(&vectors.k_pre, &qk, &unrotated);
+        }
+        self.v.add_rows(&vectors.v, &v, &[]);
     }
 }
 
@@ -269,20 +356,23 @@ impl<T: Real> Capture<T> for VectorStatsCapture {
 
     fn begin_head(&self, info: &HeadInfo) -> VectorStatsHead {
         let (d, c) = (info.head_dim, info.rope.n_chunks());
+        let owns_keys = self.key_owner(info.layer, info.head) == info.head;
         VectorStatsHead {
-            sums: HeadSums {
-                q: RowSums::new(d, c, self.grams),
-                k: RowSums::new(d, c, self.grams),
-                v: RowSums::new(info.value_dim, info.value_dim / 2, false),
-                rope: Some(info.rope.clone()),
-            },
+            q: RowSums::new(d, c, self.grams),
+            k: owns_keys.then(|| RowSums::new(d, c, self.grams)),
+            v: RowSums::new(info.value_dim, info.value_dim / 2, false),
+            rope: info.rope.clone(),
         }
     }
 
     fn end_head(&mut self, info: &HeadInfo, head: VectorStatsHead) {
-        fold_head(
-            &mut self.heads[info.layer * self.n_heads + info.head],
-            head.sums,
+        self.fold(
+            info.layer,
+            info.head,
+            head.q,
+            head.k,
+            head.v,
+            Some(head.rope),
         );
     }
 }

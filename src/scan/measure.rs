@@ -57,7 +57,10 @@ pub fn empty<T: Real>(model: &Model<T>, params: &ScanParams) -> SetMeasures {
         slash: slash.then(|| SlashCapture::new(c.n_layers, c.n_heads, params.delta_max)),
         map: None,
         vectors: vectors
-            .then(|| VectorStatsCapture::new(c.n_layers, c.n_heads, params.runs(Analysis::Rank))),
+            .then(|| {
+                let kv: Vec<usize> = c.layers.iter().map(|l| l.n_kv_heads).collect();
+                VectorStatsCapture::new(c.n_layers, c.n_heads, &kv, params.runs(Analysis::Rank))
+            }),
     }
 }
 

@@ -40,13 +40,15 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
         .iter()
         .any(|&a| params.runs(a))
     {
-        // Sums, unit sums and chunk norms of q, k, v; Gram and unit Gram matrices of q and k with `rank`.
+        // Sums, unit sums and chunk norms of q, k, v; Gram and unit Gram matrices of q with `rank`, and of k,
+        // whose sums every query head of a key/value group shares.
+        let kv_heads: u64 = c.layers.iter().map(|l| l.n_kv_heads as u64).sum();
         let grams = if params.runs(Analysis::Rank) {
-            2 * 2 * d * d
+            (heads + kv_heads) * 2 * d * d
         } else {
             0
         };
-        per_set += heads * ((2 * 2 * d + 2 * dv + d + dv) + grams) * F64;
+        per_set += (heads * (2 * 2 * d + 2 * dv + d + dv) + grams) * F64;
     }
     let sets = if params.runs(Analysis::Intrinsic) {
         2

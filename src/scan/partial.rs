@@ -245,12 +245,13 @@ pub fn read<T: Real>(
             .map(|(i, ((q, k), v))| {
                 Some(HeadSums {
                     q,
-                    k,
+                    k: k.into(),
                     v,
                     rope: Some(c.layers[i / grid[1]].rope.spec(n_tokens)),
                 })
             })
             .collect();
+        v.share_keys();
     }
     Ok(m)
 }
