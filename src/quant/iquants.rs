@@ -42,15 +42,33 @@ fn even_signs(seven: u32) -> u8 {
     s | (((s.count_ones() & 1) as u8) << 7)
 }
 
-/// Eight values `scale * grid[j] * (bit j of signs ? -1 : 1)`, `grid` holding coordinate `j` in byte `j`.
+/// Eight values `scale * grid[j] * (bit j of signs ? -1 : 1)`, `grid` holding coordinate `j` in byte `j`. The
+/// multiplication by −1 is exact, so it is done as a flip of the sign bit, which the compiler vectorises.
 #[inline]
 fn signed_eight(y: &mut [f32], scale: f32, grid: u64, signs: u8) {
+    let y: &mut [f32; 8] = (&mut y[..8]).try_into().expect("eight values");
     let g = grid.to_le_bytes();
-    for (j, (v, &c)) in y[..8].iter_mut().zip(&g).enumerate() {
-        let sign = if (signs >> j) & 1 == 0 { 1.0 } else { -1.0 };
-        *v = scale * (c as f32) * sign;
+    let mut v = [0f32; 8];
+    let mut flip = [0u32; 8];
+    for j in 0..8 {
+        v[j] = scale * (g[j] as f32);
+        flip[j] = (((signs >> j) & 1) as u32) << 31;
+    }
+    for j in 0..8 {
+        y[j] = f32::from_bits(v[j].to_bits() ^ flip[j]);
     }
 }
+
+/// `IQ4_LEVELS` as f32 (exact), so that the IQ4 kernels multiply without converting.
+const IQ4_LEVELS_F32: [f32; 16] = {
+    let mut t = [0f32; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = IQ4_LEVELS[i] as f32;
+        i += 1;
+    }
+    t
+};
 
 /// Two points of a 4-dimensional grid as the eight coordinates of one group.
 #[inline]
@@ -161,8 +179,10 @@ pub fn iq3_s(block: &[u8], out: &mut [f32]) {
 /// Eight values `scale * (grid[j] + delta)` of an IQ1 group, `grid` holding signed coordinate `j` in byte `j`.
 #[inline]
 fn shifted_eight(y: &mut [f32], scale: f32, grid: u64, delta: f32) {
-    for (v, c) in y[..8].iter_mut().zip(grid.to_le_bytes()) {
-        *v = scale * (c as i8 as f32 + delta);
+    let y: &mut [f32; 8] = (&mut y[..8]).try_into().expect("eight values");
+    let g = grid.to_le_bytes();
+    for j in 0..8 {
+        y[j] = scale * (g[j] as i8 as f32 + delta);
     }
 }
 
@@ -217,8 +237,8 @@ pub fn iq4_nl(block: &[u8], out: &mut [f32]) {
     let d = f16_at(block, 0);
     let (low, high) = out.split_at_mut(16);
     for ((&q, a), b) in block[2..18].iter().zip(low).zip(high) {
-        *a = d * (IQ4_LEVELS[(q & 0x0F) as usize] as f32);
-        *b = d * (IQ4_LEVELS[(q >> 4) as usize] as f32);
+        *a = d * IQ4_LEVELS_F32[(q & 0x0F) as usize];
+        *b = d * IQ4_LEVELS_F32[(q >> 4) as usize];
     }
 }
 
@@ -239,8 +259,8 @@ pub fn iq4_xs(block: &[u8], out: &mut [f32]) {
         let dl = d * (((low | (high << 4)) as i32 - 32) as f32);
         let (first, second) = y.split_at_mut(16);
         for ((&b, a), c) in q.iter().zip(first).zip(second) {
-            *a = dl * (IQ4_LEVELS[(b & 0x0F) as usize] as f32);
-            *c = dl * (IQ4_LEVELS[(b >> 4) as usize] as f32);
+            *a = dl * IQ4_LEVELS_F32[(b & 0x0F) as usize];
+            *c = dl * IQ4_LEVELS_F32[(b >> 4) as usize];
         }
     }
 }
