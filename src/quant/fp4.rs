@@ -41,15 +41,7 @@ pub(super) fn ue4m3_half(x: u8) -> f32 {
 }
 
 /// `E2M1_DOUBLED` as f32 (exact), so that [`e2m1`] multiplies without converting.
-const E2M1_DOUBLED_F32: [f32; 16] = {
-    let mut t = [0f32; 16];
-    let mut i = 0;
-    while i < 16 {
-        t[i] = E2M1_DOUBLED[i] as f32;
-        i += 1;
-    }
-    t
-};
+const E2M1_DOUBLED_F32: [f32; 16] = super::levels_f32(&E2M1_DOUBLED);
 
 /// `d * level[nibble]` for the 2·`low.len()` codes of `qs`: low nibbles into `low`, high nibbles into `high`.
 #[inline]

@@ -60,15 +60,7 @@ fn signed_eight(y: &mut [f32], scale: f32, grid: u64, signs: u8) {
 }
 
 /// `IQ4_LEVELS` as f32 (exact), so that the IQ4 kernels multiply without converting.
-const IQ4_LEVELS_F32: [f32; 16] = {
-    let mut t = [0f32; 16];
-    let mut i = 0;
-    while i < 16 {
-        t[i] = IQ4_LEVELS[i] as f32;
-        i += 1;
-    }
-    t
-};
+const IQ4_LEVELS_F32: [f32; 16] = super::levels_f32(&IQ4_LEVELS);
 
 /// Two points of a 4-dimensional grid as the eight coordinates of one group.
 #[inline]

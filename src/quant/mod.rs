@@ -34,6 +34,17 @@ fn f16_at(bytes: &[u8], offset: usize) -> f32 {
     half::f16::from_le_bytes([bytes[offset], bytes[offset + 1]]).to_f32()
 }
 
+/// A table of 16 small integer levels as f32 (exact), for kernels that look levels up and multiply.
+const fn levels_f32(levels: &[i8; 16]) -> [f32; 16] {
+    let mut t = [0f32; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = levels[i] as f32;
+        i += 1;
+    }
+    t
+}
+
 /// A kernel that dequantizes one block of raw bytes into its `block_size` values.
 type BlockKernel = fn(&[u8], &mut [f32]);
 
