@@ -308,6 +308,17 @@ fn pack_weights<'a, const NR: usize>(
         // Written in order, a panel row at a time from NR weight rows read side by side: a write per
         // weight row and index would touch a new cache line each time.
         for (panel, rows) in out.chunks_exact_mut(k * NR).zip(w[..nc * k].chunks(k * NR)) {
+            if rows.len() == k * NR {
+                // A whole panel: every row has `k` values, read without the padding's checks.
+                let rows: [&[f32]; NR] = std::array::from_fn(|c| &rows[c * k..(c + 1) * k]);
+                for (p, dst) in panel.chunks_exact_mut(NR).enumerate() {
+                    let dst: &mut [f32; NR] = dst.try_into().expect("a panel row");
+                    for c in 0..NR {
+                        dst[c] = rows[c][p];
+                    }
+                }
+                continue;
+            }
             let row = |c: usize| rows.get(c * k..(c + 1) * k).unwrap_or(&[]);
             let rows: [&[f32]; NR] = std::array::from_fn(row);
             for (p, dst) in panel.chunks_exact_mut(NR).enumerate() {
