@@ -237,34 +237,25 @@ impl VectorStatsCapture {
         let owner = layer * n + self.key_owner(layer, head);
         let group = owner..owner + self.group[layer];
         let at = layer * n + head;
-        if let Some(k) = k {
+        if k.is_some() {
             // The other heads of the group let go of the owner's sums, so that they are added to in place.
             for i in group.clone().filter(|&i| i != owner) {
                 if let Some(s) = &mut self.heads[i] {
-                    s.k = Arc::new(RowSums::new(0, 0, false));
-                }
-            }
-            match &mut self.heads[owner] {
-                Some(total) => Arc::make_mut(&mut total.k).merge(&k),
-                None => {
-                    self.heads[owner] = Some(HeadSums {
-                        q: RowSums::new(0, 0, false),
-                        k: Arc::new(k),
-                        v: RowSums::new(0, 0, false),
-                        rope: None,
-                    })
+                    s.k = no_keys();
                 }
             }
         }
         match &mut self.heads[at] {
-            Some(total) if total.rope.is_some() => {
+            Some(total) => {
                 total.q.merge(&q);
+                if let Some(k) = k {
+                    Arc::make_mut(&mut total.k).merge(&k);
+                }
                 total.v.merge(&v);
             }
             slot => {
-                let k = slot
-                    .take()
-                    .map_or_else(|| Arc::new(RowSums::new(0, 0, false)), |s| s.k);
+                // A head of the group other than the owner points at the owner's sums below.
+                let k = k.map_or_else(no_keys, Arc::new);
                 *slot = Some(HeadSums { q, k, v, rope });
             }
         }
@@ -307,6 +298,11 @@ impl VectorStatsCapture {
             }
         }
     }
+}
+
+/// Key sums standing in for a group's until its owner's are shared: empty.
+fn no_keys() -> Arc<RowSums> {
+    Arc::new(RowSums::new(0, 0, false))
 }
 
 /// The two coordinates of a chunk.

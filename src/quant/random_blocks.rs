@@ -7,7 +7,7 @@
 //! Written by hand: no crate writes ggml's i-quant blocks.
 
 use super::block_kernel;
-use super::types::GgmlType;
+use super::types::{GgmlType, QK_K};
 use half::f16;
 
 /// Fills `out` with one valid random block of `ty` (any of the types above) whose values have the RMS of `x`;
@@ -21,12 +21,14 @@ pub(super) fn random_block(ty: GgmlType, x: &[f32], out: &mut [u8]) {
         chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
     }
     let kernel = block_kernel(ty).expect("an i-quant has a dequantizer");
-    let mut values = vec![0.0f32; x.len()];
+    // Every type here has blocks of QK_K values: no allocation per block.
+    let mut values = [0.0f32; QK_K];
+    let values = &mut values[..x.len()];
     set_scale(ty, out, f16::ONE);
-    kernel(out, &mut values);
+    kernel(out, values);
     let rms =
         |v: &[f32]| (v.iter().map(|&a| a as f64 * a as f64).sum::<f64>() / v.len() as f64).sqrt();
-    let (want, unit) = (rms(x), rms(&values));
+    let (want, unit) = (rms(x), rms(values));
     let d = if unit > 0.0 && want.is_finite() {
         want / unit
     } else {
