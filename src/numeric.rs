@@ -71,6 +71,27 @@ pub trait Real:
         c: (*mut Self, isize, isize),
     );
 
+    /// `out[m × n] = alpha · a[m × k] · b[k × n]`, all row-major with the given row strides: attention's
+    /// products (`linalg::gemm`). f32 sums as the weight products do, reading both operands in place
+    /// (`linalg::unpacked`); f64 runs matrixmultiply's GEMM, the golden path's order of operations. Panics if
+    /// a slice is shorter than its view.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_product(
+        out: &mut [Self],
+        ldo: usize,
+        a: &[Self],
+        lda: usize,
+        b: &[Self],
+        ldb: usize,
+        mnk: (usize, usize, usize),
+        alpha: Self,
+    );
+
+    /// Divides every element of `xs` by `sum` in f64 and rounds the quotient to this type: f64 divides; f32
+    /// multiplies by the f64 reciprocal, whose product is within 2⁻⁵¹ relative of the quotient and so rounds
+    /// to the same f32 but in the rarest ties, at a fraction of a division's cost.
+    fn divide_all(xs: &mut [Self], sum: f64);
+
     /// The activations `x` (`rows × k`, row-major) laid out once per product for
     /// [`Real::weight_tile_product`]: f32 packs them for its GEMM; f64 uses `x` as it is and returns nothing.
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self>;
@@ -167,6 +188,26 @@ impl Real for f32 {
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
         crate::linalg::block_sums::pack_activations(x, rows, k)
     }
+    #[inline(always)]
+    fn divide_all(xs: &mut [Self], sum: f64) {
+        let reciprocal = 1.0 / sum;
+        for x in xs {
+            *x = (f64::from(*x) * reciprocal) as f32;
+        }
+    }
+    fn attention_product(
+        out: &mut [Self],
+        ldo: usize,
+        a: &[Self],
+        lda: usize,
+        b: &[Self],
+        ldb: usize,
+        mnk: (usize, usize, usize),
+        alpha: Self,
+    ) {
+        use crate::linalg::{unpacked::product, Isa};
+        product(Isa::best(), out, ldo, a, lda, b, ldb, mnk, alpha)
+    }
     unsafe fn weight_tile_product(
         _: &[Self],
         packed: &[Self],
@@ -226,6 +267,24 @@ impl Real for f64 {
     }
     fn pack_activations(_: &[Self], _: usize, _: usize) -> Vec<Self> {
         Vec::new()
+    }
+    #[inline(always)]
+    fn divide_all(xs: &mut [Self], sum: f64) {
+        for x in xs {
+            *x /= sum;
+        }
+    }
+    fn attention_product(
+        out: &mut [Self],
+        ldo: usize,
+        a: &[Self],
+        lda: usize,
+        b: &[Self],
+        ldb: usize,
+        mnk: (usize, usize, usize),
+        alpha: Self,
+    ) {
+        crate::linalg::packed_gemm(out, ldo, a, lda, b, ldb, mnk, alpha)
     }
     unsafe fn weight_tile_product(
         x: &[Self],

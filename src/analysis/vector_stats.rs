@@ -51,6 +51,10 @@ impl RowSums {
 
     /// Adds every row of `rows`, with chunks `chunks` and never-rotating coordinates `unrotated`, [`GRAM_ROWS`]
     /// rows at a time (memory stays `O(d)` per row of a batch, whatever the sequence length).
+    ///
+    /// Every sum takes its terms in row order, and a row's norm its squares in coordinate order. The loops run
+    /// along whichever layout makes them independent lanes (coordinates for the sums, rows for the norms,
+    /// which read the batch transposed), so that they vectorize without changing any sum's order.
     fn add_rows<T: Real>(
         &mut self,
         rows: &HeadRows<'_, T>,
@@ -58,23 +62,37 @@ impl RowSums {
         unrotated: &[usize],
     ) {
         let (n, d) = (rows.len(), rows.dim());
+        let batch = GRAM_ROWS.min(n);
+        let mut x = Vec::with_capacity(batch * d);
+        let (mut x_t, mut u, mut u_t) = (vec![0.0; batch * d], vec![0.0; batch * d], Vec::new());
+        let mut norms = Vec::with_capacity(batch);
         for start in (0..n).step_by(GRAM_ROWS) {
             let m = GRAM_ROWS.min(n - start);
-            let mut x = vec![0.0; m * d];
-            let mut u = vec![0.0; m * d];
-            let mut row = vec![0.0; d];
-            for i in 0..m {
-                for (w, v) in row.iter_mut().zip(rows.row(start + i)) {
-                    *w = v.to_f64_exact();
+            x.clear();
+            for i in start..start + m {
+                x.extend(rows.row(i).iter().map(|v| v.to_f64_exact()));
+            }
+            transpose(&x, &mut x_t[..m * d], m, d);
+            norms.clear();
+            norms.resize(m, 0.0);
+            for column in x_t.chunks_exact(m).take(d) {
+                for (s, &v) in norms.iter_mut().zip(column) {
+                    *s += v * v;
                 }
-                let norm = row.iter().map(|v| v * v).sum::<f64>().sqrt();
-                for (c, &v) in row.iter().enumerate() {
-                    self.sum[c] += v;
-                    x[c * m + i] = v;
-                    if norm > 0.0 {
-                        self.unit_sum[c] += v / norm;
-                        u[c * m + i] = v / norm;
+            }
+            for (row, (unit, &norm_sq)) in x.chunks_exact(d).zip(u.chunks_exact_mut(d).zip(&norms))
+            {
+                let norm = norm_sq.sqrt();
+                for (s, &v) in self.sum.iter_mut().zip(row) {
+                    *s += v;
+                }
+                if norm > 0.0 {
+                    for ((s, o), &v) in self.unit_sum.iter_mut().zip(unit.iter_mut()).zip(row) {
+                        *o = v / norm;
+                        *s += *o;
                     }
+                } else {
+                    unit.fill(0.0);
                 }
                 for (s, &(a, b)) in self.chunk_norm_sum.iter_mut().zip(chunks) {
                     *s += (row[a] * row[a] + row[b] * row[b]).sqrt();
@@ -88,8 +106,10 @@ impl RowSums {
                 }
             }
             if !self.gram.is_empty() {
-                accumulate_gram(&mut self.gram, &x, d, m);
-                accumulate_gram(&mut self.unit_gram, &u, d, m);
+                u_t.resize(m * d, 0.0);
+                transpose(&u[..m * d], &mut u_t, m, d);
+                accumulate_gram(&mut self.gram, &x_t[..m * d], d, m);
+                accumulate_gram(&mut self.unit_gram, &u_t, d, m);
             }
         }
         self.count += n;
@@ -157,6 +177,15 @@ impl RowSums {
         }
         let eig = super::rank::singular_values(&self.gram, d, d).ok()?;
         Some(eig.iter().map(|l| l.max(0.0).sqrt()).collect())
+    }
+}
+
+/// `out = xᵀ` for `x` of `m` rows of `d`, row-major (`out[c · m + i] = x[i · d + c]`).
+fn transpose(x: &[f64], out: &mut [f64], m: usize, d: usize) {
+    for (c, column) in out.chunks_exact_mut(m).take(d).enumerate() {
+        for (o, row) in column.iter_mut().zip(x.chunks_exact(d)) {
+            *o = row[c];
+        }
     }
 }
 
@@ -332,11 +361,18 @@ impl<T: Real> HeadCapture<T> for VectorStatsHead {
     fn vectors(&mut self, info: &HeadInfo, vectors: &HeadVectors<'_, T>) {
         let (qk, v) = chunk_pairs(info);
         let unrotated = info.rope.unrotated_dims();
-        self.q.add_rows(&vectors.q_pre, &qk, &unrotated);
-        if let Some(k) = &mut self.k {
-            k.add_rows(&vectors.k_pre, &qk, &unrotated);
-        }
-        self.v.add_rows(&vectors.v, &v, &[]);
+        // The group's owner also sums the keys: its queries and its keys and values run as two tasks, so that an
+        // idle thread takes one instead of waiting for the owner's head to end.
+        let (q, k, values) = (&mut self.q, &mut self.k, &mut self.v);
+        rayon::join(
+            || q.add_rows(&vectors.q_pre, &qk, &unrotated),
+            || {
+                if let Some(k) = k {
+                    k.add_rows(&vectors.k_pre, &qk, &unrotated);
+                }
+                values.add_rows(&vectors.v, &v, &[]);
+            },
+        );
     }
 }
 

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 pub const BLOCK: usize = 128;
 
 /// Rows of a register tile, on every instruction set: activations are packed in strips of this many rows.
-const STRIP: usize = 6;
+pub(super) const STRIP: usize = 6;
 
 /// Activation rows multiplied together: a `ROW_BLOCK × BLOCK` f32 block stays in the L2 cache.
 const ROW_BLOCK: usize = 16 * STRIP;
@@ -174,12 +174,7 @@ unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) 
         let (first, strips) = (r0 / STRIP, mr.div_ceil(STRIP));
         for p0 in (0..k).step_by(BLOCK) {
             let kb = BLOCK.min(k - p0);
-            let step = match (p0 == 0, p0 + kb == k) {
-                (true, true) => Step::Only,
-                (true, false) => Step::First,
-                (false, false) => Step::Middle,
-                (false, true) => Step::Last,
-            };
+            let step = Step::of(p0, kb, k);
             for j in 0..panels {
                 let b = &weights[(j * k + p0) * NR..(j * k + p0 + kb) * NR];
                 for i in 0..strips {
@@ -194,7 +189,7 @@ unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) 
                         cols: NR.min(nc - c),
                     };
                     // SAFETY: the tile's rows and columns are the caller's output.
-                    unsafe { block_kernel::<STRIP, NR>(a, b, sums, step, tile) };
+                    unsafe { block_kernel::<STRIP, NR>(block_dot(a, b), sums, step, 1.0, tile) };
                 }
             }
         }
@@ -204,7 +199,7 @@ unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) 
 /// Which block of the inner dimension [`block_kernel`] multiplies: whether the f64 sums hold earlier blocks,
 /// and whether the result is final.
 #[derive(Clone, Copy, PartialEq)]
-enum Step {
+pub(super) enum Step {
     /// The first of several blocks: the sums are set.
     First,
     /// Neither the first nor the last: the sums are added to.
@@ -215,31 +210,42 @@ enum Step {
     Only,
 }
 
+impl Step {
+    /// The step of the block of `kb` inner indices from `p0`, of `k` in all.
+    pub(super) fn of(p0: usize, kb: usize, k: usize) -> Step {
+        match (p0 == 0, p0 + kb == k) {
+            (true, true) => Step::Only,
+            (true, false) => Step::First,
+            (false, false) => Step::Middle,
+            (false, true) => Step::Last,
+        }
+    }
+}
+
 /// The part of the output a register tile writes at its last block: `rows × cols` elements from `at`, row
 /// stride `ldo`.
 #[derive(Clone, Copy)]
-struct Tile {
-    at: *mut f32,
-    ldo: usize,
-    rows: usize,
-    cols: usize,
+pub(super) struct Tile {
+    pub(super) at: *mut f32,
+    pub(super) ldo: usize,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
 }
 
-/// One block of the inner dimension for one register tile: the f32 sums `Σ_p a[p · MR + r] · b[p · NR + c]`
-/// (fused multiply-adds over `p` in order), then, as `step` says, set into the f64 `sums[r · NR + c]`, added to
-/// them, or added and written to `out` rounded to f32.
+/// One block of the inner dimension for one register tile, given its f32 sums `acc` ([`block_dot`]): as
+/// `step` says, set into the f64 `sums[r · NR + c]`, added to them, or added, multiplied by `alpha` and
+/// written to `out` rounded to f32.
 ///
 /// # Safety
 /// At the last (or only) block, `out` must be valid for writes at its `rows × cols` elements.
 #[inline(always)]
-unsafe fn block_kernel<const MR: usize, const NR: usize>(
-    a: &[f32],
-    b: &[f32],
+pub(super) unsafe fn block_kernel<const MR: usize, const NR: usize>(
+    acc: [[f32; NR]; MR],
     sums: &mut [f64],
     step: Step,
+    alpha: f64,
     out: Tile,
 ) {
-    let acc = block_dot::<MR, NR>(a, b);
     let sums = &mut sums[..MR * NR];
     if matches!(step, Step::First | Step::Only) {
         for r in 0..MR {
@@ -263,11 +269,11 @@ unsafe fn block_kernel<const MR: usize, const NR: usize>(
         if let Ok(row) = <&mut [f32; NR]>::try_from(&mut *row) {
             // A whole tile row, with a constant length: vectorized.
             for (o, &v) in row.iter_mut().zip(sums) {
-                *o = v as f32;
+                *o = (v * alpha) as f32;
             }
         } else {
             for (o, &v) in row.iter_mut().zip(sums) {
-                *o = v as f32;
+                *o = (v * alpha) as f32;
             }
         }
     }
@@ -422,13 +428,18 @@ mod tests {
             for isa in Isa::available() {
                 let got = run::<16>(Some(isa), shape);
                 assert!(
-                    got.iter().zip(&portable).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    got.iter()
+                        .zip(&portable)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
                     "{isa} at {shape:?}"
                 );
             }
             // Other tile shapes (AVX-512's among them), run by the portable code on any CPU.
             for other in [run::<32>(None, shape), run::<8>(None, shape)] {
-                assert!(other.iter().zip(&portable).all(|(a, b)| a.to_bits() == b.to_bits()));
+                assert!(other
+                    .iter()
+                    .zip(&portable)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()));
             }
         }
     }
@@ -447,15 +458,25 @@ mod tests {
         for r in 0..rows {
             for c in 0..nc {
                 let (xr, wc) = (&x[r * k..(r + 1) * k], &w[c * k..(c + 1) * k]);
-                let exact: f64 = xr.iter().zip(wc).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
-                let long = xr.iter().zip(wc).fold(0.0f32, |s, (&a, &b)| a.mul_add(b, s));
+                let exact: f64 = xr
+                    .iter()
+                    .zip(wc)
+                    .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                    .sum();
+                let long = xr
+                    .iter()
+                    .zip(wc)
+                    .fold(0.0f32, |s, (&a, &b)| a.mul_add(b, s));
                 err_blocks += (f64::from(out[r * nc + c]) - exact).powi(2);
                 err_long += (f64::from(long) - exact).powi(2);
                 norm += exact * exact;
             }
         }
         // The 12 block sums of 128 terms each carry about 1/12 of the long sum's squared error; allow 1/4.
-        assert!(err_blocks < err_long / 4.0, "{err_blocks:e} vs {err_long:e}");
+        assert!(
+            err_blocks < err_long / 4.0,
+            "{err_blocks:e} vs {err_long:e}"
+        );
         assert!(err_blocks / norm < 1e-13, "NMSE {:e}", err_blocks / norm);
     }
 }

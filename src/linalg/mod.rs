@@ -2,9 +2,9 @@
 //!
 //! The weight products ([`matmul_transb_tiles`]) run, in f32, on [`block_sums`]: a GEMM that sums each output
 //! in f32 over 128-long blocks of the inner dimension and in f64 across blocks, at about matrixmultiply's speed
-//! and several times closer to float64. In f64, and for the attention products ([`gemm`], [`gemm_transb`]), they run
-//! on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
-//! run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw faults on
+//! and several times closer to float64. Attention's f32 products ([`gemm`]) sum the same way with nothing
+//! packed ([`unpacked`]). In f64 all of them, and the Gram products ([`gemm_transb`]), run on matrixmultiply's
+//! general-stride GEMM, called sequentially, which selects its kernel per instruction set at run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw faults on
 //! AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
 //! (`tests/engine/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions, on its
 //! own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.
@@ -15,6 +15,7 @@
 
 pub mod block_sums;
 pub mod isa;
+pub mod unpacked;
 // The FMA peak is the benchmarks' yardstick; the engine never reads it.
 #[cfg(feature = "internals")]
 pub mod peak;
@@ -91,10 +92,27 @@ pub fn gemm_transb<T: Real>(
     );
 }
 
-/// `out[m × n] = alpha · a[m × k] · b[k × n]`, all row-major with the given strides. Sequential. Panics if a
-/// slice is shorter than its view.
+/// `out[m × n] = alpha · a[m × k] · b[k × n]`, all row-major with the given strides: attention's products.
+/// Sequential. f32 runs [`unpacked`], f64 [`packed_gemm`] ([`Real::attention_product`]). Panics if a slice is
+/// shorter than its view.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm<T: Real>(
+    out: &mut [T],
+    ldo: usize,
+    a: &[T],
+    lda: usize,
+    b: &[T],
+    ldb: usize,
+    mnk: (usize, usize, usize),
+    alpha: T,
+) {
+    T::attention_product(out, ldo, a, lda, b, ldb, mnk, alpha)
+}
+
+/// [`gemm`] on matrixmultiply's GEMM, which packs both operands. Sequential. Panics if a slice is shorter than
+/// its view.
+#[allow(clippy::too_many_arguments)]
+pub fn packed_gemm<T: Real>(
     out: &mut [T],
     ldo: usize,
     a: &[T],
@@ -259,17 +277,35 @@ mod tests {
         assert!(weight_tiles(0).is_empty());
         for n in (1..5000).chain([49_152, 262_144]) {
             let tiles = weight_tiles(n);
-            assert_eq!((tiles[0].start, tiles.last().unwrap().end), (0, n), "n = {n}");
+            assert_eq!(
+                (tiles[0].start, tiles.last().unwrap().end),
+                (0, n),
+                "n = {n}"
+            );
             assert!(tiles.windows(2).all(|t| t[0].end == t[1].start), "n = {n}");
             let full = &tiles[..tiles.len() - 1];
-            assert!(full.iter().all(|t| t.len() % MIN_WEIGHT_TILE == 0), "n = {n}");
+            assert!(
+                full.iter().all(|t| t.len() % MIN_WEIGHT_TILE == 0),
+                "n = {n}"
+            );
             let (lo, hi) = full.iter().fold((usize::MAX, 0), |(lo, hi), t| {
                 (lo.min(t.len()), hi.max(t.len()))
             });
-            assert!(full.is_empty() || (lo >= MIN_WEIGHT_TILE && hi <= lo + MIN_WEIGHT_TILE), "n = {n}");
-            assert!(tiles.iter().all(|t| !t.is_empty() && t.len() <= MAX_WEIGHT_TILE), "n = {n}");
+            assert!(
+                full.is_empty() || (lo >= MIN_WEIGHT_TILE && hi <= lo + MIN_WEIGHT_TILE),
+                "n = {n}"
+            );
+            assert!(
+                tiles
+                    .iter()
+                    .all(|t| !t.is_empty() && t.len() <= MAX_WEIGHT_TILE),
+                "n = {n}"
+            );
             // About eight, so that small projections still give every core work.
-            assert!(tiles.len() >= (n.div_ceil(MIN_WEIGHT_TILE) / 2).clamp(1, 8), "n = {n}");
+            assert!(
+                tiles.len() >= (n.div_ceil(MIN_WEIGHT_TILE) / 2).clamp(1, 8),
+                "n = {n}"
+            );
         }
         // SmolLM2's width: eight tiles of 64 and 80 rows alternating, 288 rows in each half.
         let sizes: Vec<usize> = weight_tiles(576).iter().map(|t| t.len()).collect();

@@ -58,7 +58,7 @@ pub fn attend<T: Real, C: Capture<T>>(
 ) -> Vec<T> {
     let (t, d, dv) = (shape.n_tokens, template.head_dim, template.value_dim);
     let shared: &C = capture;
-    let keys_t = time(Step::Scores, || {
+    let (keys_t, ldk) = time(Step::Scores, || {
         transposed_keys(qkv.k, t, shape.n_kv_heads, d)
     });
     let results: Vec<(HeadInfo, Vec<T>, Option<C::Head>)> = (0..shape.n_heads)
@@ -79,7 +79,7 @@ pub fn attend<T: Real, C: Capture<T>>(
                 };
                 time(Step::Capture, || hc.vectors(&info, &vectors));
             }
-            let out = head_attention(qkv, &keys_t, shape, &info, plan, head_cap.as_mut());
+            let out = head_attention(qkv, (&keys_t, ldk), shape, &info, plan, head_cap.as_mut());
             if let (true, Some(hc)) = (plan.output, head_cap.as_mut()) {
                 time(Step::Capture, || {
                     hc.output(&info, HeadRows::new(&out, dv, 0, dv))
@@ -103,17 +103,21 @@ pub fn attend<T: Real, C: Capture<T>>(
     out
 }
 
-/// The keys of every key/value head transposed, `[n_kv_heads, d, T]`, from `k` (`[T, n_kv_heads · d]`). The
-/// score products of every block of queries then read keys along rows, which the GEMM packs by contiguous copies
-/// instead of gathering one element per key (that packing was a fifth of a long prompt's time).
-fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> Vec<T> {
-    let mut keys_t = vec![T::zero(); n_kv_heads * d * t];
+/// The keys of every key/value head transposed, `[n_kv_heads, d, ld]` with `ld ≥ T` (key `j`'s element `c` at
+/// `(g · d + c) · ld + j`), from `k` (`[T, n_kv_heads · d]`), and `ld`. The score products of every block of
+/// queries then read keys along rows, with vector loads. `ld` is `T` rounded up to a cache line and one line
+/// more, so that the rows of one head, read together, do not all fall in the same cache set, as they would
+/// at a power-of-two `T`.
+fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> (Vec<T>, usize) {
+    let line = 64 / std::mem::size_of::<T>();
+    let ld = t.next_multiple_of(line) + line;
+    let mut keys_t = vec![T::zero(); n_kv_heads * d * ld];
     for (j, key) in k.chunks(n_kv_heads * d).enumerate() {
         for (c, &x) in key.iter().enumerate() {
-            keys_t[c * t + j] = x;
+            keys_t[c * ld + j] = x;
         }
     }
-    keys_t
+    (keys_t, ld)
 }
 
 /// One head: for each block of query rows, logits `scale · q kᵀ` (soft-capped), masked softmax (with the
@@ -124,7 +128,7 @@ fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> V
 /// operations as in a pass from row 0.
 fn head_attention<T: Real, H: HeadCapture<T>>(
     qkv: &LayerQkv<'_, T>,
-    keys_t: &[T],
+    (keys_t, ldk): (&[T], usize),
     shape: &LayerShape<'_>,
     info: &HeadInfo,
     plan: LayerPlan,
@@ -133,7 +137,7 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
     let (t, d, dv) = (shape.n_tokens, info.head_dim, info.value_dim);
     let (q_stride, v_stride) = (shape.n_heads * d, shape.n_kv_heads * dv);
     let (q_off, v_off) = (info.head * d, info.kv_head * dv);
-    let keys_t = &keys_t[info.kv_head * d * t..][..d * t];
+    let keys_t = &keys_t[info.kv_head * d * ldk..][..d * ldk];
     let scale = T::of_f64(info.scale);
     let first = shape.first_row;
     let mut out = vec![T::zero(); (t - first) * dv];
@@ -158,7 +162,7 @@ fn head_attention<T: Real, H: HeadCapture<T>>(
                 &qkv.q[r0 * q_stride + q_off..],
                 q_stride,
                 &keys_t[cols.start..],
-                t,
+                ldk,
                 (nr, nc, d),
                 scale,
             );

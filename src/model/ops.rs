@@ -170,7 +170,7 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 
 /// Softmax of `logits[range]` into `probs[range]`; every other entry of `probs` is set to exactly zero. The
 /// exponentials are computed in `T` (each within 2 ulp, by [`Real::exp_nonpositive`], a loop the compiler
-/// vectorizes), their sum and the divisions in f64. A `sink` logit joins the softmax as one more entry (in the
+/// vectorizes), their sum in f64, and the quotients by [`Real::divide_all`]. A `sink` logit joins the softmax as one more entry (in the
 /// maximum and the sum, as HF's GPT-OSS concatenates it to the row) whose probability is returned; without a
 /// sink the return is zero.
 ///
@@ -179,10 +179,10 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 /// and training call: the same mathematics rounded differently (to 4 ulp in f64,
 /// `tests::softmax_matches_the_definition_in_f64`), and the bits the f64 engine's outputs are held to.
 ///
-/// Compiled for AVX2 and for NEON besides the baseline, the widest the CPU has chosen at run time. The code
-/// has no fused multiply-add to contract, so every version gives the same bits
+/// Compiled for AVX-512F, AVX2 and NEON besides the baseline, the widest the CPU has chosen at run time. The
+/// code has no fused multiply-add to contract, so every version gives the same bits
 /// (`tests::softmax_is_the_same_on_every_instruction_set`).
-#[multiversion(targets("x86_64+avx2+fma", "aarch64+neon"))]
+#[multiversion(targets("x86_64+avx512f+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 pub fn masked_softmax<T: Real>(
     logits: &[T],
     probs: &mut [T],
@@ -204,17 +204,32 @@ fn softmax_portable<T: Real>(
     probs[range.end..].fill(T::zero());
     let vis = &logits[range.clone()];
     let start = sink.unwrap_or(T::neg_infinity());
-    let max = vis.iter().copied().fold(start, T::max);
+    let max = lane_max(vis, start);
     let exps = &mut probs[range];
     for (p, &l) in exps.iter_mut().zip(vis) {
         *p = (l - max).exp_nonpositive();
     }
     let sink_exp = sink.map_or(0.0, |s| (s - max).exp_nonpositive().to_f64_exact());
     let sum = sum_f64(exps) + sink_exp;
-    for p in exps {
-        *p = T::of_f64(p.to_f64_exact() / sum);
-    }
+    T::divide_all(exps, sum);
     T::of_f64(sink_exp / sum)
+}
+
+/// The largest of `start` and `xs`, taken in 16 independent lanes so that the loop vectorizes (a single
+/// running maximum is one dependent comparison per element). The maximum is the same whatever the order: no
+/// logit is NaN, and a zero's sign, the one thing the order could change, does not change `l − max`'s
+/// exponential.
+#[inline(always)]
+fn lane_max<T: Real>(xs: &[T], start: T) -> T {
+    let mut lanes = [start; 16];
+    let chunks = xs.chunks_exact(16);
+    let tail = chunks.remainder().iter().copied().fold(start, T::max);
+    for c in chunks {
+        for (m, &x) in lanes.iter_mut().zip(c) {
+            *m = m.max(x);
+        }
+    }
+    lanes.into_iter().fold(tail, T::max)
 }
 
 #[cfg(test)]
