@@ -1,14 +1,14 @@
 //! The slash paper's cone condition on a model's weights: the angular spread of token embeddings around their
 //! mean direction, and of their images under each head's query and key projections.
 //!
-//! The image of embedding `e` under head `h` of layer `l` is `W_Q^(h) (g_l ⊙ e) + b` (then `⊙ n_q` with
-//! QK-norm, the head's slice of the gains where the norm spans the whole projection), `g_l` the layer's
-//! attention-norm weights (none on a model without pre-norms): the query the head would form if `e` reached it
-//! unchanged. RMSNorm's division by a per-row scalar does not change angles and is omitted; a LayerNorm (whose
-//! mean and bias do change them) is applied whole. Angles as in [`super::cone`].
+//! The image of embedding `e` under head `h` of layer `l` is `W_Q^(h) norm_l(e) + b` (then `⊙ n_q` with
+//! QK-norm, the head's slice of the gains where the norm spans the whole projection), `norm_l` the layer's
+//! attention norm, whole (none on a model without pre-norms): the query the head would form if `e` reached it
+//! unchanged. At layer 0 these are the forward pass's pre-RoPE queries and keys of the tokens
+//! (`tests/scan/embedding_cone.rs`). QK-norm's division by a per-row scalar does not change angles and is
+//! omitted. Angles as in [`super::cone`].
 
 use super::cone::{cone_spread, ConeSpread};
-use crate::model::config::Norm;
 use crate::model::Model;
 use crate::numeric::Real;
 
@@ -59,13 +59,9 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
         let (hd, kvh) = (lc.head_dim(), lc.n_kv_heads);
         // A layer that attends over an earlier layer's keys has that layer's key projection and norm.
         let kl = &w.layers[lc.kv_from.unwrap_or(l)];
+        // The norm is applied in full: RMSNorm's division by a per-row scalar would not change the angles of
+        // `W x` alone, but it does those of `W x + b`.
         let x: Vec<T> = match &lw.attn_norm {
-            // RMSNorm's division by a per-row scalar does not change angles; LayerNorm's mean and bias do, so it
-            // is applied in full.
-            Some(norm) if norm.kind == Norm::Rms => rows
-                .iter()
-                .flat_map(|r| r.iter().zip(&norm.w).map(|(&e, &g)| e * g))
-                .collect(),
             Some(norm) => norm.normed(&rows.concat(), c.norm_eps),
             None => rows.concat(),
         };

@@ -13,6 +13,7 @@ mod claims;
 mod cli;
 mod cluster;
 mod designs;
+mod embedding_cone;
 mod nope_layers;
 mod outputs;
 mod shard;
