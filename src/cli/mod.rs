@@ -131,6 +131,22 @@ fn quiet_on_broken_pipe() {
     }
 }
 
+/// Asks glibc's allocator to serve every block from its heaps and to keep what is freed, instead of mapping
+/// each block above its mmap threshold (at most 32 MiB) afresh and unmapping it when freed. A long prompt's
+/// pass allocates every layer's activations anew, tens to hundreds of MB apiece at 32k tokens; mapped
+/// afresh, each faulted in and zeroed its pages again: a 32768-token Gemma 3 scan spent 18.6 s of its 139 s
+/// of CPU time in the kernel, 1.3 s with the blocks kept (74.6 s → 62.2 s wall, the same peak memory). Blocks a
+/// worker thread's arena cannot hold still get a mapping of their own. Elsewhere, the allocator is left as it is.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: called once at start-up, before any thread exists; both are documented mallopt parameters, and
+    // mallopt only changes how later requests are served.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_MAX, 0);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+    }
+}
+
 /// Set by SIGINT (Ctrl-C) or SIGTERM while a command that runs forward passes works ([`stop_on_signals`]).
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -272,6 +288,7 @@ fn error_kind(e: &anyhow::Error) -> ErrorKind {
 /// its kind ([`ErrorKind::exit_code`]).
 pub fn main() -> ExitCode {
     quiet_on_broken_pipe();
+    keep_freed_memory();
     let cli = Cli::parse();
     let result = start_threads(cli.threads).and_then(|()| {
         if runs_passes(&cli.command) {

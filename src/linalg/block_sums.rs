@@ -338,11 +338,11 @@ fn pack_weights<'a, const NR: usize>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// Deterministic values in [-1, 1) with a few large ones, as real activations have.
-    fn values(n: usize, seed: u64) -> Vec<f32> {
+    pub(in crate::linalg) fn values(n: usize, seed: u64) -> Vec<f32> {
         (0..n as u64)
             .map(|i| {
                 let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;

@@ -212,22 +212,8 @@ fn dot<const NR: usize>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::block_sums::tests::values;
     use super::*;
-
-    /// Deterministic values in [-1, 1), with a few large ones.
-    fn values(n: usize, seed: u64) -> Vec<f32> {
-        (0..n as u64)
-            .map(|i| {
-                let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-                let v = h as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
-                if h.is_multiple_of(53) {
-                    v * 200.0
-                } else {
-                    v
-                }
-            })
-            .collect()
-    }
 
     /// Shapes with partial strips, panels and blocks, more columns than one chunk, and the empty cases.
     const SHAPES: [(usize, usize, usize); 7] = [

@@ -89,13 +89,21 @@ pub fn attend<T: Real, C: Capture<T>>(
         })
         .collect();
 
+    // The heads' outputs side by side, row by row, in parallel (at long prompts a serial copy left a core idle).
     let width = shape.n_heads * dv;
     let mut out = vec![T::zero(); (t - shape.first_row) * width];
-    for (info, head_out, head_cap) in results {
-        for i in 0..t - shape.first_row {
-            out[i * width + info.head * dv..][..dv]
-                .copy_from_slice(&head_out[i * dv..(i + 1) * dv]);
-        }
+    let head_outs: Vec<(usize, &[T])> = results
+        .iter()
+        .map(|(info, head_out, _)| (info.head, head_out.as_slice()))
+        .collect();
+    out.par_chunks_mut(width)
+        .enumerate()
+        .for_each(|(i, row)| {
+            for &(h, head_out) in &head_outs {
+                row[h * dv..(h + 1) * dv].copy_from_slice(&head_out[i * dv..(i + 1) * dv]);
+            }
+        });
+    for (info, _, head_cap) in results {
         if let Some(hc) = head_cap {
             time(Step::Capture, || capture.end_head(&info, hc));
         }
@@ -111,12 +119,19 @@ pub fn attend<T: Real, C: Capture<T>>(
 fn transposed_keys<T: Real>(k: &[T], t: usize, n_kv_heads: usize, d: usize) -> (Vec<T>, usize) {
     let line = 64 / std::mem::size_of::<T>();
     let ld = t.next_multiple_of(line) + line;
+    // In parallel over bands of `line` rows: a band reads one cache line of every key.
     let mut keys_t = vec![T::zero(); n_kv_heads * d * ld];
-    for (j, key) in k.chunks(n_kv_heads * d).enumerate() {
-        for (c, &x) in key.iter().enumerate() {
-            keys_t[c * ld + j] = x;
-        }
-    }
+    keys_t
+        .par_chunks_mut(line * ld)
+        .enumerate()
+        .for_each(|(band, dst)| {
+            let r0 = band * line;
+            for (j, key) in k.chunks(n_kv_heads * d).enumerate() {
+                for (r, &x) in key[r0..r0 + dst.len() / ld].iter().enumerate() {
+                    dst[r * ld + j] = x;
+                }
+            }
+        });
     (keys_t, ld)
 }
 
