@@ -170,9 +170,9 @@ pub fn softcap<T: Real>(x: &mut [T], cap: f64) {
 
 /// Softmax of `logits[range]` into `probs[range]`; every other entry of `probs` is set to exactly zero. The
 /// exponentials are computed in `T` (each within 2 ulp, by [`Real::exp_nonpositive`], a loop the compiler
-/// vectorizes), their sum in f64, and the quotients by [`Real::divide_all`]. A `sink` logit joins the softmax as one more entry (in the
-/// maximum and the sum, as HF's GPT-OSS concatenates it to the row) whose probability is returned; without a
-/// sink the return is zero.
+/// vectorizes), their sum in f64, and the quotients by [`Real::divide_all`]. A `sink` logit joins the softmax
+/// as one more entry (in the maximum and the sum, as HF's GPT-OSS concatenates it to the row) whose
+/// probability is returned; without a sink the return is zero.
 ///
 /// This is the engine's one softmax, apart from the crate's softmax of definitions on f64 slices
 /// (`analysis::softmax::softmax_in_place`, libm's `exp`, a left-to-right sum) that the analyses, theory checks
