@@ -15,7 +15,7 @@
 //! so all of them give the same bits.
 
 use super::block_sums::{block_kernel, Step, Tile, BLOCK, STRIP};
-use super::Isa;
+use super::{span, Isa};
 
 /// Output elements whose f64 sums are held at once: the columns of the output are taken in chunks of at most
 /// this many elements (whole register panels), so the sums stay in the L2 cache.
@@ -41,10 +41,6 @@ pub fn product(
 ) {
     assert!(isa.is_available(), "{isa} is not available on this CPU");
     assert!(lda >= k && ldb >= n && ldo >= n);
-    let span = |rows: usize, cols: usize, ld: usize| match rows * cols {
-        0 => 0,
-        _ => (rows - 1) * ld + cols,
-    };
     assert!(a.len() >= span(m, k, lda) && b.len() >= span(k, n, ldb));
     assert!(out.len() >= span(m, n, ldo));
     if m == 0 || n == 0 {
