@@ -62,7 +62,7 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
         // The norm is applied in full: RMSNorm's division by a per-row scalar would not change the angles of
         // `W x` alone, but it does those of `W x + b`.
         let x: Vec<T> = match &lw.attn_norm {
-            Some(norm) => norm.normed(&rows.concat(), c.norm_eps),
+            Some(norm) => norm.normed(&rows.concat(), c.eps()),
             None => rows.concat(),
         };
         // DeepSeek V3's queries pass through a normed bottleneck first.

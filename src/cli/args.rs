@@ -2,6 +2,7 @@
 
 use super::OrArgument;
 use crate::io::input_file::{read_stream_capped, read_text, MAX_TEXT_BYTES};
+use crate::model::Arithmetic;
 use crate::numeric::Precision;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,24 @@ impl clap::ValueEnum for Precision {
         let help = match self {
             Precision::F32 => "Single precision: fast",
             Precision::F64 => "Double precision: every operation in f64 (the golden reference)",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
+}
+
+/// `--arithmetic exact|ggml`: the values are [`Arithmetic::name`], each with its line of `--help`.
+impl clap::ValueEnum for Arithmetic {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Arithmetic::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Arithmetic::Exact => "The dequantized weights times the activations, unrounded",
+            Arithmetic::Ggml => {
+                "llama.cpp's CPU arithmetic (f32 only): activations quantized to 8 bits before each \
+                 quantized product, integer block dot products, ggml's float16 GELU table"
+            }
         };
         Some(clap::builder::PossibleValue::new(self.name()).help(help))
     }

@@ -4,7 +4,7 @@
 use super::prompt::read_ids;
 use crate::capture::{CollectSink, NoCapture};
 use crate::gguf::GgufFile;
-use crate::model::{ForwardOptions, Model};
+use crate::model::{Arithmetic, ForwardOptions, Model};
 use crate::numeric::{Precision, Real};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -41,6 +41,9 @@ pub struct Args {
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F32)]
     precision: Precision,
+    /// How the weight products are computed.
+    #[arg(long, value_enum, default_value_t = Arithmetic::Exact)]
+    arithmetic: Arithmetic,
 }
 
 /// What `bench-forward` prints (one JSON line on stdout).
@@ -54,6 +57,7 @@ struct Report {
     forward_s: Vec<f64>,
     capture: &'static str,
     precision: &'static str,
+    arithmetic: &'static str,
     tokens: usize,
     threads: usize,
 }
@@ -61,7 +65,7 @@ struct Report {
 fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
     let start = Instant::now();
     let file = GgufFile::open(&args.model)?;
-    let model = Model::<T>::load(&file)?;
+    let model = Model::<T>::load_with(&file, args.arithmetic)?;
     let load_s = start.elapsed().as_secs_f64();
     model.validate(ids)?;
     let opts = ForwardOptions {
@@ -99,6 +103,7 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
             CaptureMode::None => "none",
         },
         precision: T::NAME,
+        arithmetic: args.arithmetic.name(),
         tokens: ids.len(),
         threads: rayon::current_num_threads(),
     })

@@ -1,4 +1,5 @@
-//! `ropescope diverge`: where another engine's per-layer tensors first leave ropescope's float64 pass.
+//! `ropescope diverge`: where another engine's per-layer tensors first leave ropescope's float64 pass (or, with
+//! `--arithmetic ggml`, its float32 pass in llama.cpp's arithmetic).
 
 use super::prompt::read_ids;
 use crate::conformance::budget::Precision;
@@ -6,7 +7,7 @@ use crate::conformance::stages::{check_dump, StageReport};
 use crate::gguf::GgufFile;
 use crate::io::inputs::Inputs;
 use crate::io::{check_output_file, write_json};
-use crate::model::Model;
+use crate::model::{Arithmetic, Model};
 use crate::reference::compare::{apply_override, default_tolerances};
 use crate::reference::diverge::{describe, diverge, DivergeReport};
 use crate::Error;
@@ -31,6 +32,10 @@ pub struct Args {
     /// The engine's working precision, for the budgets of the stage-by-stage check (f32, bf16, f16).
     #[arg(long, default_value = "f32")]
     precision: Precision,
+    /// The pass the dump is compared with: `exact` (float64), or `ggml` (float32 in llama.cpp's CPU arithmetic,
+    /// for llama.cpp's dumps: what remains is what its quantized activations do not explain).
+    #[arg(long, value_enum, default_value_t = Arithmetic::Exact)]
+    arithmetic: Arithmetic,
     /// Also write the report as JSON to this file (`-`: standard output, instead of the table).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -56,9 +61,13 @@ fn per_head(values: impl Iterator<Item = f64>) -> String {
 
 /// The report as a table in computation order, per-head lines under each tensor with heads, and the files
 /// skipped (the verdict is printed last, after the stage-by-stage table).
-fn print_table(report: &DivergeReport, against: &std::path::Path) {
+fn print_table(report: &DivergeReport, against: &std::path::Path, arithmetic: Arithmetic) {
+    let pass = match arithmetic {
+        Arithmetic::Exact => "float64",
+        Arithmetic::Ggml => "float32 in ggml's arithmetic",
+    };
     println!(
-        "ropescope float64 against {}: {} tokens, layers {}",
+        "ropescope {pass} against {}: {} tokens, layers {}",
         against.display(),
         report.n_tokens,
         report
@@ -124,11 +133,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let ids = read_ids(&args.ids)?;
     let file = GgufFile::open(&args.model)?;
     let model = Model::<f64>::load(&file)?;
-    let report = diverge(&model, &ids, &args.against, &tols)?;
+    let report = match args.arithmetic {
+        Arithmetic::Exact => diverge(&model, &ids, &args.against, &tols)?,
+        Arithmetic::Ggml => {
+            let ggml = Model::<f32>::load_with(&file, Arithmetic::Ggml)?;
+            diverge(&ggml, &ids, &args.against, &tols)?
+        }
+    };
     let stages = check_dump(&model, &ids, &args.against, args.precision)?;
     let stages = (stages.stages > 0).then_some(&stages);
     let print = || {
-        print_table(&report, &args.against);
+        print_table(&report, &args.against, args.arithmetic);
         if let Some(stages) = stages {
             println!();
             super::conformance::print_table(stages, &args.against);

@@ -5,7 +5,7 @@ use super::prompt::{staged_with_prompt, PromptArgs};
 use crate::gguf::GgufFile;
 use crate::io::npy::NpyElement;
 use crate::io::staged::{Record, StagedDir};
-use crate::model::Model;
+use crate::model::{Arithmetic, Model};
 use crate::numeric::{Precision, Real};
 use crate::reference::write::{write_reference, ReferenceRequest};
 use std::path::PathBuf;
@@ -27,6 +27,9 @@ pub struct Args {
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     precision: Precision,
+    /// How the weight products are computed (`ggml` needs `--precision f32`).
+    #[arg(long, value_enum, default_value_t = Arithmetic::Exact)]
+    arithmetic: Arithmetic,
     /// Output directory, written whole when complete; an existing non-empty directory is refused unless
     /// `--force`, and one that is or holds an input always.
     #[arg(long)]
@@ -43,7 +46,7 @@ fn run_in<T: Real + NpyElement>(
     ids: &[u32],
     staged: StagedDir,
 ) -> anyhow::Result<()> {
-    let model = Model::<T>::load(file)?;
+    let model = Model::<T>::load_with(file, args.arithmetic)?;
     let layers = parse_layers(&args.layers, model.config.n_layers)?;
     let rows = match &args.rows {
         Some(r) => parse_rows(r)?,

@@ -1,6 +1,7 @@
 //! `ropescope scan`: the streaming analyses of a model on natural and random prompts, labels per head, and an
 //! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
 
+use crate::model::Arithmetic;
 use crate::numeric::Precision;
 use crate::scan::{self, params, Analysis, Progress, ScanParams, ScanRequest, ScanSummary};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -35,6 +36,10 @@ pub struct Args {
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F32)]
     precision: Precision,
+    /// How the weight products are computed: `ggml` is llama.cpp's CPU arithmetic (8-bit activations before
+    /// each quantized product), for heads as llama.cpp computes them.
+    #[arg(long, value_enum, default_value_t = Arithmetic::Exact)]
+    arithmetic: Arithmetic,
     /// Analyses, comma-separated (slash, intrinsic, rank, fourier, frequency, posym, detectors,
     /// cauchy-schwarz, cone, ablation) or `all` (every analysis of this build).
     #[arg(long, default_value = "all")]
@@ -64,6 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         prompts: args.prompts,
         count: args.count,
         precision: args.precision,
+        arithmetic: args.arithmetic,
         params: ScanParams {
             analyses: Analysis::parse_list(&args.analyses)?,
             delta_max: args.delta_max,

@@ -11,6 +11,10 @@ pub enum Activation {
     Silu,
     /// GELU, tanh approximation (gemma, phi2's `gelu_new`).
     GeluTanh,
+    /// ggml's GELU (`GGML_GELU_FP16`, under [`super::Arithmetic::Ggml`]): the tanh approximation evaluated in
+    /// float32 at the float16 rounding of the input and rounded to float16, by table; 0 at or below −10, the
+    /// input itself at or above 10.
+    GeluTanhF16Table,
     /// GELU with the error function, `½x(1 + erf(x/√2))` (gptneox).
     GeluErf,
     /// GPT-OSS's clamped SwiGLU of a gate `g` and an up projection `u`: `g ← min(g, limit)`,
@@ -319,6 +323,9 @@ pub struct ModelConfig {
     pub pre_norms: bool,
     /// RMSNorm after the attention and feed-forward blocks, before the residual add (gemma2, gemma3, olmo2).
     pub post_norms: bool,
+    /// How the pass multiplies by the weights ([`Model::load_with`](super::Model::load_with)); not read from
+    /// the file.
+    pub arithmetic: super::Arithmetic,
     /// The GGUF name of each block's feed-forward pre-norm: `ffn_norm`, or `post_attention_norm` where the
     /// converter names it so (GPT-OSS).
     #[serde(skip)]
@@ -333,6 +340,14 @@ impl LayerConfig {
 }
 
 impl ModelConfig {
+    /// The norms' ε, with how this configuration's arithmetic computes norms.
+    pub fn eps(&self) -> super::NormEps {
+        super::NormEps {
+            eps: self.norm_eps,
+            ggml: self.arithmetic == super::Arithmetic::Ggml,
+        }
+    }
+
     /// The widest query/key head dimension of any layer.
     pub fn max_head_dim(&self) -> usize {
         self.layers

@@ -22,10 +22,10 @@ impl<T: Real> Model<T> {
         let c = &self.config;
         let mut dense = self.dense_ffn(&b.dense, h, rows);
         time(Step::Norm, || {
-            ops::rms_norm_segments(&mut dense, &b.dense_post_norm, c.norm_eps)
+            ops::rms_norm_segments(&mut dense, &b.dense_post_norm, c.eps())
         });
         let unit = vec![T::one(); c.n_embd];
-        let mut router_in: Vec<T> = time(Step::Norm, || ops::rms_normed(x, &unit, c.norm_eps));
+        let mut router_in: Vec<T> = time(Step::Norm, || ops::rms_normed(x, &unit, c.eps()));
         let root = T::of_f64(1.0 / (c.n_embd as f64).sqrt());
         for row in router_in.chunks_mut(c.n_embd) {
             for (v, &s) in row.iter_mut().zip(&b.router_scale) {
@@ -33,11 +33,11 @@ impl<T: Real> Model<T> {
             }
         }
         let input: Vec<T> = time(Step::Norm, || {
-            ops::rms_normed(x, &b.experts_pre_norm, c.norm_eps)
+            ops::rms_normed(x, &b.experts_pre_norm, c.eps())
         });
         let mut routed = self.experts(e, &input, &router_in, Some(&b.expert_scale), rows);
         time(Step::Norm, || {
-            ops::rms_norm_segments(&mut routed, &b.experts_post_norm, c.norm_eps)
+            ops::rms_norm_segments(&mut routed, &b.experts_post_norm, c.eps())
         });
         add_into(&mut dense, &routed);
         dense

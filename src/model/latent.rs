@@ -28,7 +28,7 @@ impl<T: Real> Model<T> {
             .flat_map(|row| row[..rank].to_vec())
             .collect();
         time(Step::Norm, || {
-            ops::rms_norm_segments(&mut latent, &m.kv_a_norm, c.norm_eps)
+            ops::rms_norm_segments(&mut latent, &m.kv_a_norm, c.eps())
         });
         let mut k = vec![T::zero(); rows * c.n_heads * hd];
         for (i, (row, lat)) in a.chunks(rank + r).zip(latent.chunks(rank)).enumerate() {

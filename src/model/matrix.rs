@@ -8,11 +8,19 @@
 //! whole-tensor dequantization gives (both run the same block kernels), widened exactly in f64. As with any
 //! reader of a memory map (and llama.cpp), the file must not be truncated or rewritten while a model made from it
 //! is alive.
+//!
+//! Under [`Arithmetic::Ggml`] a product with a quantized weight is llama.cpp's instead: the activations
+//! quantized to eight bits, the weight tile decoded to integers, and integer block dot products
+//! ([`crate::quant::int_blocks`]).
 
+use super::arithmetic::Arithmetic;
 use crate::error::{Error, Result};
 use crate::gguf::TensorData;
-use crate::linalg::matmul_transb_tiles;
+use crate::linalg::{matmul_transb_tiles, weight_tiles};
 use crate::numeric::Real;
+use crate::profile::{count_flops, time, Step};
+use crate::quant::int_blocks::{IntLayout, IntRows, ACT_ROWS};
+use crate::quant::q8::{Q8Rounding, Q8Rows};
 use crate::quant::{Dequantizer, GgmlType};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -25,6 +33,7 @@ pub struct WeightMatrix {
     rows: usize,
     cols: usize,
     row_bytes: usize,
+    arithmetic: Arithmetic,
 }
 
 impl std::fmt::Debug for WeightMatrix {
@@ -68,7 +77,22 @@ impl WeightMatrix {
             rows,
             cols,
             row_bytes,
+            arithmetic: Arithmetic::Exact,
         })
+    }
+
+    /// This matrix multiplied with `arithmetic` (`name` for errors). Errors when llama.cpp's arithmetic for
+    /// the matrix's type is not implemented (the i-quants, ternary and FP4 types: their products take their
+    /// own paths through ggml).
+    pub fn with_arithmetic(self, arithmetic: Arithmetic, name: &str) -> Result<Self> {
+        let ty = self.ty();
+        let plain = matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
+        if arithmetic == Arithmetic::Ggml && !plain && IntLayout::of(ty).is_none() {
+            return Err(Error::Unsupported(format!(
+                "tensor '{name}': the ggml arithmetic of {ty} weights is not implemented"
+            )));
+        }
+        Ok(Self { arithmetic, ..self })
     }
 
     /// Number of rows (outputs).
@@ -131,13 +155,78 @@ impl WeightMatrix {
     /// `x · Wᵀ (+ bias)` for `n` rows of `x` (row-major `n × cols`): the `n × rows` outputs `y = W x + b` of
     /// every row. Panics on a shape mismatch.
     pub fn apply<T: Real>(&self, x: &[T], n: usize, bias: Option<&[T]>) -> Vec<T> {
-        let mut y = matmul_transb_tiles(x, n, self.cols, self.rows, |r, buf| {
-            self.dequantize_rows(r, buf)
-        });
+        let exact = |x: &[T]| {
+            matmul_transb_tiles(x, n, self.cols, self.rows, |r, buf| {
+                self.dequantize_rows(r, buf)
+            })
+        };
+        let mut y = match (self.arithmetic, self.ty(), IntLayout::of(self.ty())) {
+            (Arithmetic::Exact, _, _) | (_, GgmlType::F32, _) => exact(x),
+            (Arithmetic::Ggml, _, Some(layout)) => {
+                let x32: Vec<f32> = x.iter().map(|v| v.to_f64_exact() as f32).collect();
+                let y = self.integer_product(layout, &x32, n);
+                y.into_iter().map(T::of_f32).collect()
+            }
+            // ggml converts the activations to the weight's own float type (`vec_dot_type` F16 or BF16; the
+            // other types were refused by `with_arithmetic`).
+            (Arithmetic::Ggml, ty, None) => {
+                let round = |v: T| match ty {
+                    GgmlType::F16 => half::f16::from_f64(v.to_f64_exact()).to_f64(),
+                    _ => half::bf16::from_f64(v.to_f64_exact()).to_f64(),
+                };
+                exact(&x.iter().map(|&v| T::of_f64(round(v))).collect::<Vec<T>>())
+            }
+        };
         if let Some(b) = bias {
             assert_eq!(b.len(), self.rows);
             y.par_chunks_mut(self.rows)
                 .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
+        }
+        y
+    }
+
+    /// `x · Wᵀ` for the `n` rows of `x` as llama.cpp computes it: each row quantized to `layout`'s activation
+    /// blocks, each tile of weight rows decoded to integers, integer block dot products. Parallel over the
+    /// tiles of [`weight_tiles`]; every output is one dot product, the same at any thread count.
+    fn integer_product(&self, layout: IntLayout, x: &[f32], n: usize) -> Vec<f32> {
+        let (cols, rows) = (self.cols, self.rows);
+        assert_eq!(x.len(), n * cols);
+        let xq = time(Step::Dequantize, || {
+            Q8Rows::quantize(x, cols, layout.kind(), Q8Rounding::native())
+        });
+        let sums: Vec<Vec<i32>> = (0..n)
+            .map(|a| IntRows::sub_block_sums(layout, &xq, a))
+            .collect();
+        let bytes = self.data.bytes();
+        let parts: Vec<(std::ops::Range<usize>, Vec<f32>)> = weight_tiles(rows)
+            .into_par_iter()
+            .map(|tile| {
+                let mut out = vec![0.0f32; n * tile.len()];
+                // Sixteen rows decoded at a time stay in cache while every row of activations meets them.
+                for start in tile.clone().step_by(16) {
+                    let end = (start + 16).min(tile.end);
+                    let w = time(Step::Dequantize, || {
+                        let raw = &bytes[start * self.row_bytes..end * self.row_bytes];
+                        IntRows::decode(layout, raw, cols)
+                    });
+                    time(Step::Multiply, || {
+                        let ld = tile.len();
+                        for a in (0..n).step_by(ACT_ROWS) {
+                            let xs = a..(a + ACT_ROWS).min(n);
+                            let at = a * ld + start - tile.start;
+                            w.dots(&xq, xs.clone(), &sums[xs], &mut out[at..], ld);
+                        }
+                    });
+                }
+                count_flops(Step::Multiply, 2 * n * cols * tile.len());
+                (tile, out)
+            })
+            .collect();
+        let mut y = vec![0.0f32; n * rows];
+        for (tile, part) in parts {
+            for (a, chunk) in part.chunks_exact(tile.len()).enumerate() {
+                y[a * rows + tile.start..a * rows + tile.end].copy_from_slice(chunk);
+            }
         }
         y
     }

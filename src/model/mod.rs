@@ -4,6 +4,7 @@
 //! One implementation serves both precisions (`Model<f64>` is the golden reference, `Model<f32>` the fast
 //! path) and every architecture in [`SUPPORTED`].
 
+pub mod arithmetic;
 pub mod config;
 mod experts;
 mod finite;
@@ -19,9 +20,11 @@ internal_mod! {
 }
 
 pub use arch::SUPPORTED;
+pub use arithmetic::Arithmetic;
 pub use config::{Activation, LayerConfig, ModelConfig};
 use config::{LogitScale, QkNorm, Residual};
 pub use memory::MEMORY_LIMIT_VAR;
+pub use ops::NormEps;
 pub use prefix::PrefixKv;
 
 use crate::capture::{Capture, HeadInfo, LayerPlan};
@@ -84,8 +87,17 @@ impl<T: Real> Model<T> {
     /// quantized in the file's memory map, which the model keeps open). A file whose tensor data is incomplete
     /// is refused before anything else ([`crate::Error::TruncatedData`]).
     pub fn load(file: &GgufFile) -> Result<Self> {
+        Self::load_with(file, Arithmetic::Exact)
+    }
+
+    /// [`Model::load`] computing with `arithmetic`. Errors when the arithmetic does not exist in precision
+    /// `T` or for one of the file's weight types.
+    pub fn load_with(file: &GgufFile, arithmetic: Arithmetic) -> Result<Self> {
+        arithmetic.check_precision::<T>()?;
         file.require_whole_data()?;
-        let config = arch::resolve(file)?;
+        let mut config = arch::resolve(file)?;
+        config.arithmetic = arithmetic;
+        config.activation = arithmetic.activation(config.activation);
         let weights = Weights::load(file, &config)?;
         Ok(Self { config, weights })
     }
@@ -306,7 +318,8 @@ impl<T: Real> Model<T> {
     }
 
     /// The embedding rows of `ids`, the start of the residual stream, in f64 (see [`Model::layer`]). The scale
-    /// (Gemma's `sqrt(n_embd)`, Granite's multiplier) multiplies in f64.
+    /// (Gemma's `sqrt(n_embd)`, Granite's multiplier) multiplies in f64; under ggml's arithmetic, as a float32
+    /// scale in float32.
     fn embed(&self, ids: &[u32]) -> Vec<f64> {
         let d = self.config.n_embd;
         let mut row = vec![T::zero(); d];
@@ -317,7 +330,13 @@ impl<T: Real> Model<T> {
                 .token_embd
                 .dequantize_rows(id..id + 1, &mut row);
             let s = self.config.embed_scale.unwrap_or(1.0);
-            x.extend(row.iter().map(|v| v.to_f64_exact() * s));
+            match self.config.arithmetic {
+                Arithmetic::Exact => x.extend(row.iter().map(|v| v.to_f64_exact() * s)),
+                Arithmetic::Ggml => x.extend(
+                    row.iter()
+                        .map(|v| (v.to_f64_exact() as f32 * s as f32) as f64),
+                ),
+            }
         }
         x
     }
@@ -352,13 +371,11 @@ impl<T: Real> Model<T> {
         let keep = opts.keep_of(l);
         let site = Site::Layer(l);
 
-        let h = pre_normed(x, w.attn_norm.as_ref(), c.norm_eps);
+        let h = pre_normed(x, w.attn_norm.as_ref(), c.eps());
         let mut q = match w.mla.as_ref().and_then(|m| m.q_a.as_ref()) {
             Some((q_a, norm)) => {
                 let mut a = project(Step::ProjectQ, q_a, &h, rows, None);
-                time(Step::Norm, || {
-                    ops::rms_norm_segments(&mut a, norm, c.norm_eps)
-                });
+                time(Step::Norm, || ops::rms_norm_segments(&mut a, norm, c.eps()));
                 project(Step::ProjectQ, &w.wq, &a, rows, w.bq.as_deref())
             }
             None => project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref()),
@@ -367,14 +384,12 @@ impl<T: Real> Model<T> {
             latent::rope_part_first(&mut q, hd, lc.rope.rot_dim);
         }
         if let Some(qn) = &w.q_norm {
-            time(Step::Norm, || {
-                ops::rms_norm_segments(&mut q, qn, c.norm_eps)
-            });
+            time(Step::Norm, || ops::rms_norm_segments(&mut q, qn, c.eps()));
         }
         if c.qk_norm == QkNorm::Unit && lc.rope.rotates() {
             let unit = vec![T::one(); hd];
             time(Step::Norm, || {
-                ops::rms_norm_segments(&mut q, &unit, c.norm_eps)
+                ops::rms_norm_segments(&mut q, &unit, c.eps())
             });
         }
         if let Some(temperature) = lc.temperature {
@@ -449,13 +464,11 @@ impl<T: Real> Model<T> {
 
         let mut o = project(Step::ProjectO, &w.wo, &heads, rows, w.bo.as_deref());
         if let Some(pn) = &w.post_attn_norm {
-            time(Step::Norm, || {
-                ops::rms_norm_segments(&mut o, pn, c.norm_eps)
-            });
+            time(Step::Norm, || ops::rms_norm_segments(&mut o, pn, c.eps()));
         }
         scale(&mut o, c.residual_scale);
         if c.residual == Residual::Sequential {
-            time(Step::Activation, || add_to_stream(x, &o));
+            time(Step::Activation, || add_to_stream(x, &o, c.arithmetic));
             ensure_finite(
                 x,
                 c.n_embd,
@@ -463,19 +476,19 @@ impl<T: Real> Model<T> {
                 site,
                 "the residual stream after attention",
             )?;
-            let h = pre_normed(x, w.ffn_norm.as_ref(), c.norm_eps);
+            let h = pre_normed(x, w.ffn_norm.as_ref(), c.eps());
             let f = self.feed_forward(w, &h, x, rows);
-            time(Step::Activation, || add_to_stream(x, &f));
+            time(Step::Activation, || add_to_stream(x, &f, c.arithmetic));
         } else {
             // Both blocks read the block's input (the stream is not yet updated), the feed-forward block through
             // its own norm or the attention's; their sum joins the stream.
             let f = match &w.ffn_norm {
-                Some(norm) => self.feed_forward(w, &pre_normed(x, Some(norm), c.norm_eps), x, rows),
+                Some(norm) => self.feed_forward(w, &pre_normed(x, Some(norm), c.eps()), x, rows),
                 None => self.feed_forward(w, &h, x, rows),
             };
             time(Step::Activation, || {
                 add_into(&mut o, &f);
-                add_to_stream(x, &o)
+                add_to_stream(x, &o, c.arithmetic)
             });
         }
         if let (Some(block), Some(inputs)) = (&w.per_layer, per_layer_inputs) {
@@ -487,7 +500,7 @@ impl<T: Real> Model<T> {
             let mut gate = project(
                 Step::ProjectGate,
                 &block.gate,
-                &pre_normed(x, None, 0.0),
+                &pre_normed(x, None, c.eps()),
                 rows,
                 None,
             );
@@ -496,9 +509,9 @@ impl<T: Real> Model<T> {
             });
             let mut y = project(Step::ProjectDown, &block.proj, &gate, rows, None);
             time(Step::Norm, || {
-                ops::rms_norm_segments(&mut y, &block.norm, c.norm_eps)
+                ops::rms_norm_segments(&mut y, &block.norm, c.eps())
             });
-            time(Step::Activation, || add_to_stream(x, &y));
+            time(Step::Activation, || add_to_stream(x, &y, c.arithmetic));
         }
         if let Some(s) = w.output_scale {
             x.par_iter_mut().for_each(|v| *v *= s);
@@ -550,13 +563,13 @@ impl<T: Real> Model<T> {
                 };
                 time(Step::Norm, || {
                     if let Some(kn) = &w.k_norm {
-                        ops::rms_norm_segments(&mut k, kn, c.norm_eps);
+                        ops::rms_norm_segments(&mut k, kn, c.eps());
                     }
                     if c.qk_norm == QkNorm::Unit && lc.rope.rotates() {
-                        ops::rms_norm_segments(&mut k, &vec![T::one(); hd], c.norm_eps);
+                        ops::rms_norm_segments(&mut k, &vec![T::one(); hd], c.eps());
                     }
                     if c.v_norm {
-                        ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.norm_eps);
+                        ops::rms_norm_segments(&mut v, &vec![T::one(); vd], c.eps());
                     }
                 });
                 (k, v, Vec::new())
@@ -600,7 +613,7 @@ impl<T: Real> Model<T> {
         let mut proj = project(Step::ProjectGate, &p.model_proj, &x, rows, None);
         let scale = T::of_f64(1.0 / (c.n_embd as f64).sqrt());
         proj.iter_mut().for_each(|v| *v = *v * scale);
-        ops::rms_norm_segments(&mut proj, &p.norm, c.norm_eps);
+        ops::rms_norm_segments(&mut proj, &p.norm, c.eps());
         let token_scale = T::of_f64((p.norm.len() as f64).sqrt());
         let half = T::of_f64(std::f64::consts::FRAC_1_SQRT_2);
         let mut row = vec![T::zero(); width];
@@ -625,9 +638,7 @@ impl<T: Real> Model<T> {
             },
         };
         if let Some(pn) = &w.post_ffn_norm {
-            time(Step::Norm, || {
-                ops::rms_norm_segments(&mut f, pn, c.norm_eps)
-            });
+            time(Step::Norm, || ops::rms_norm_segments(&mut f, pn, c.eps()));
         }
         scale(&mut f, c.residual_scale);
         f
@@ -663,7 +674,7 @@ impl<T: Real> Model<T> {
         if n == 0 {
             return Vec::new();
         }
-        let h = self.weights.output_norm.normed(x, c.norm_eps);
+        let h = self.weights.output_norm.normed(x, c.eps());
         let head = self
             .weights
             .output
@@ -732,7 +743,7 @@ fn rotate_all<T: Real>(
 
 /// The input of a block: the residual stream normed by `norm`, or the stream itself where the model has no
 /// pre-norm, rounded to `T`.
-fn pre_normed<T: Real>(x: &[f64], norm: Option<&NormWeights<T>>, eps: f64) -> Vec<T> {
+fn pre_normed<T: Real>(x: &[f64], norm: Option<&NormWeights<T>>, eps: ops::NormEps) -> Vec<T> {
     match norm {
         Some(n) => time(Step::Norm, || n.normed(x, eps)),
         None => x.iter().map(|&v| T::of_f64(v)).collect(),
@@ -754,9 +765,14 @@ fn add_into<T: Real>(x: &mut [T], y: &[T]) {
         .for_each(|(a, &b)| *a = *a + b);
 }
 
-/// `x += y` into the f64 residual stream.
-fn add_to_stream<T: Real>(x: &mut [f64], y: &[T]) {
-    x.par_iter_mut()
-        .zip(y.par_iter())
-        .for_each(|(a, &b)| *a += b.to_f64_exact());
+/// `x += y` into the f64 residual stream; under ggml's arithmetic the stream is float32, and each sum is
+/// rounded to it (the f64 sum of two float32 values is exact, so this is ggml's float32 addition).
+fn add_to_stream<T: Real>(x: &mut [f64], y: &[T], arithmetic: Arithmetic) {
+    let f32_stream = arithmetic == Arithmetic::Ggml;
+    x.par_iter_mut().zip(y.par_iter()).for_each(|(a, &b)| {
+        *a += b.to_f64_exact();
+        if f32_stream {
+            *a = *a as f32 as f64;
+        }
+    });
 }

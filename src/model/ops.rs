@@ -11,9 +11,26 @@ use crate::numeric::{sum_f64, Real};
 use multiversion::multiversion;
 use rayon::prelude::*;
 
-/// RMSNorm of one vector in place: `x_i ← x_i / sqrt(mean(x²) + eps) · w_i`, computed in f64 and rounded once.
-pub fn rms_norm<T: Real>(x: &mut [T], w: &[T], eps: f64) {
-    let inv = rms_inverse(x, eps);
+/// A norm's ε, and whether the norm is computed as ggml computes it ([`super::Arithmetic::Ggml`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NormEps {
+    /// ε.
+    pub eps: f64,
+    /// RMSNorm in ggml's float32 steps (`ggml_compute_forward_rms_norm_f32`) instead of in f64 rounded once.
+    pub ggml: bool,
+}
+
+/// RMSNorm of one vector in place: `x_i ← x_i / sqrt(mean(x²) + eps) · w_i`, computed in f64 and rounded once
+/// (or in ggml's steps).
+pub fn rms_norm<T: Real>(x: &mut [T], w: &[T], eps: NormEps) {
+    if eps.ggml {
+        let scale = rms_scale_ggml(x, eps.eps);
+        for (v, &g) in x.iter_mut().zip(w) {
+            *v = T::of_f32(ggml_scaled(v.to_f64_exact(), scale, g));
+        }
+        return;
+    }
+    let inv = rms_inverse(x, eps.eps);
     for (v, &g) in x.iter_mut().zip(w) {
         *v = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
     }
@@ -32,19 +49,47 @@ fn rms_inverse<S: Real>(x: &[S], eps: f64) -> f64 {
     1.0 / (mean_sq + eps).sqrt()
 }
 
+/// ggml's RMS scale of a row of float32 values: the float32 squares summed in f64 in order, the mean rounded to
+/// float32, `1/sqrtf(mean + ε)` in float32 with ε a float32.
+fn rms_scale_ggml<S: Real>(x: &[S], eps: f64) -> f32 {
+    let sum: f64 = x
+        .iter()
+        .map(|v| {
+            let v = v.to_f64_exact() as f32;
+            (v * v) as f64
+        })
+        .sum();
+    let mean = (sum / x.len() as f64) as f32;
+    1.0f32 / (mean + eps as f32).sqrt()
+}
+
+/// ggml's normed value `(x · scale) · w`, in float32.
+#[inline]
+fn ggml_scaled<T: Real>(x: f64, scale: f32, w: T) -> f32 {
+    (x as f32 * scale) * w.to_f64_exact() as f32
+}
+
 /// RMSNorm of every `w.len()`-wide segment of `x` (rows of a matrix, or heads within rows), in parallel.
-pub fn rms_norm_segments<T: Real>(x: &mut [T], w: &[T], eps: f64) {
+pub fn rms_norm_segments<T: Real>(x: &mut [T], w: &[T], eps: NormEps) {
     x.par_chunks_mut(w.len())
         .for_each(|seg| rms_norm(seg, w, eps));
 }
 
-/// Every `w.len()`-wide row of `x` (the residual stream, kept in f64) RMS-normed in f64 and rounded once to `T`.
-pub fn rms_normed<S: Real, T: Real>(x: &[S], w: &[T], eps: f64) -> Vec<T> {
+/// Every `w.len()`-wide row of `x` (the residual stream, kept in f64) RMS-normed in f64 and rounded once to `T`
+/// (or in ggml's steps, from the row's float32 values).
+pub fn rms_normed<S: Real, T: Real>(x: &[S], w: &[T], eps: NormEps) -> Vec<T> {
     let mut out = vec![T::zero(); x.len()];
     out.par_chunks_mut(w.len())
         .zip(x.par_chunks(w.len()))
         .for_each(|(o, row)| {
-            let inv = rms_inverse(row, eps);
+            if eps.ggml {
+                let scale = rms_scale_ggml(row, eps.eps);
+                for ((o, v), &g) in o.iter_mut().zip(row).zip(w) {
+                    *o = T::of_f32(ggml_scaled(v.to_f64_exact(), scale, g));
+                }
+                return;
+            }
+            let inv = rms_inverse(row, eps.eps);
             for ((o, v), &g) in o.iter_mut().zip(row).zip(w) {
                 *o = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
             }
@@ -54,7 +99,8 @@ pub fn rms_normed<S: Real, T: Real>(x: &[S], w: &[T], eps: f64) -> Vec<T> {
 
 /// Every `w.len()`-wide row of `x` LayerNormed, `(x_i − μ) / sqrt(σ² + eps) · w_i + b_i` with the row's mean `μ`
 /// and biased variance `σ²`, computed in f64 (two passes) and rounded once to `T`.
-pub fn layer_normed<S: Real, T: Real>(x: &[S], w: &[T], b: Option<&[T]>, eps: f64) -> Vec<T> {
+pub fn layer_normed<S: Real, T: Real>(x: &[S], w: &[T], b: Option<&[T]>, eps: NormEps) -> Vec<T> {
+    let eps = eps.eps;
     let mut out = vec![T::zero(); x.len()];
     out.par_chunks_mut(w.len())
         .zip(x.par_chunks(w.len()))
@@ -83,6 +129,7 @@ pub fn activate<T: Real>(x: &mut [T], act: Activation) {
     x.par_chunks_mut(4096).for_each(|c| match act {
         Activation::Silu => c.iter_mut().for_each(|v| *v = silu(*v)),
         Activation::GeluTanh => c.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
+        Activation::GeluTanhF16Table => c.iter_mut().for_each(|v| *v = gelu_f16_table(*v)),
         Activation::GeluErf => c.iter_mut().for_each(|v| *v = gelu_erf(*v)),
         // The architectures give the clamped SwiGLU only to gated experts (gpt_oss).
         Activation::ClampedSwiglu { .. } => unreachable!("a clamped SwiGLU needs a gate"),
@@ -102,6 +149,32 @@ fn gelu_tanh<T: Real>(x: T) -> T {
     let c = T::of_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
     let cubic = T::of_f64(0.044715);
     x * logistic(c * (x + cubic * x * x * x))
+}
+
+/// ggml's GELU by table ([`Activation::GeluTanhF16Table`]), from the input's float32 value.
+fn gelu_f16_table<T: Real>(x: T) -> T {
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    let x = x.to_f64_exact() as f32;
+    if x <= -10.0 {
+        return T::zero();
+    }
+    if x >= 10.0 {
+        return T::of_f32(x);
+    }
+    // ggml_table_gelu_f16, filled as ggml-cpu.c fills it: ggml_gelu_f32 in float32 (libm's tanhf) of every
+    // float16 value, rounded to float16.
+    let table = TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|bits| {
+                let f = half::f16::from_bits(bits).to_f32();
+                let g = 0.5f32
+                    * f
+                    * (1.0f32 + (0.797_884_6_f32 * f * (1.0f32 + 0.044715f32 * f * f)).tanh());
+                half::f16::from_f32(g).to_f32()
+            })
+            .collect()
+    });
+    T::of_f32(table[half::f16::from_f32(x).to_bits() as usize])
 }
 
 /// GELU with the error function, `½x(1 + erf(x/√2))`, in f64 (libm's `erf`: std has none) and rounded once.
@@ -134,6 +207,7 @@ fn gated_chunk_portable<T: Real>(gate: &mut [T], up: &[T], act: Activation) {
     match act {
         Activation::Silu => pairs.for_each(|(g, &u)| *g = silu(*g) * u),
         Activation::GeluTanh => pairs.for_each(|(g, &u)| *g = gelu_tanh(*g) * u),
+        Activation::GeluTanhF16Table => pairs.for_each(|(g, &u)| *g = gelu_f16_table(*g) * u),
         Activation::GeluErf => pairs.for_each(|(g, &u)| *g = gelu_erf(*g) * u),
         Activation::ClampedSwiglu { alpha, limit } => {
             let (alpha, limit) = (T::of_f64(alpha), T::of_f64(limit));

@@ -5,6 +5,7 @@
 //! shape and storage type is checked against the configuration at load, so a forward pass cannot meet a bad
 //! tensor. Fused tensors (`attn_qkv`, phi3's doubled `ffn_up`) are split into their parts.
 
+use super::arithmetic::Arithmetic;
 use super::config::{FeedForward, ModelConfig, Norm, QkNorm, Residual};
 use super::matrix::WeightMatrix;
 use super::ops;
@@ -26,7 +27,7 @@ pub struct NormWeights<T> {
 impl<T: Real> NormWeights<T> {
     /// Every `w.len()`-wide row of `x` (of any precision: the engine keeps the residual stream in f64), normed
     /// in f64 and rounded once to `T`.
-    pub fn normed<S: Real>(&self, x: &[S], eps: f64) -> Vec<T> {
+    pub fn normed<S: Real>(&self, x: &[S], eps: ops::NormEps) -> Vec<T> {
         match self.kind {
             Norm::Rms => ops::rms_normed(x, &self.w, eps),
             Norm::Layer => ops::layer_normed(x, &self.w, self.b.as_deref(), eps),
@@ -211,6 +212,7 @@ pub struct Weights<T> {
 /// Reads tensors of one file, checking shapes.
 struct Loader<'a> {
     file: &'a GgufFile,
+    arithmetic: Arithmetic,
 }
 
 impl Loader<'_> {
@@ -283,7 +285,8 @@ impl Loader<'_> {
     /// A weight matrix `out × in` (ggml dims `[in, out]`), left in the file's encoding.
     fn matrix(&self, name: &str, out: usize, inp: usize) -> Result<WeightMatrix> {
         let info = self.checked(name, &[inp, out])?;
-        WeightMatrix::new(name, self.file.tensor_data(info), info.ty, out, inp)
+        WeightMatrix::new(name, self.file.tensor_data(info), info.ty, out, inp)?
+            .with_arithmetic(self.arithmetic, name)
     }
 
     /// The `n` experts' `out × in` matrices of a 3-D tensor (ggml dims `[in, out, n]`: expert `e`'s rows follow
@@ -296,6 +299,7 @@ impl Loader<'_> {
             expected: format!("[{inp}, {out}, {n}]"),
         })?;
         WeightMatrix::new(name, self.file.tensor_data(info), info.ty, rows, inp)?
+            .with_arithmetic(self.arithmetic, name)?
             .split_rows(&vec![out; n], name)
     }
 
@@ -546,7 +550,10 @@ impl<T: Real> Weights<T> {
     /// in the file's memory map, vectors are dequantized. A file whose tensor data is incomplete is refused.
     pub fn load(file: &GgufFile, c: &ModelConfig) -> Result<Self> {
         file.require_whole_data()?;
-        let ld = Loader { file };
+        let ld = Loader {
+            file,
+            arithmetic: c.arithmetic,
+        };
         let layers = (0..c.n_layers)
             .map(|i| load_layer(&ld, c, i))
             .collect::<Result<Vec<_>>>()?;

@@ -11,9 +11,11 @@
 
 mod fp4;
 mod grids;
+pub mod int_blocks;
 mod iquants;
 mod kquants;
 mod legacy;
+pub mod q8;
 mod quantize;
 mod random_blocks;
 mod ternary;

@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use crate::io::npy::Array;
 use crate::model::Model;
+use crate::numeric::Real;
 use crate::reference::compare::{errors, kind_of, Tolerance};
 use crate::reference::write::{compute_reference, ReferenceArray, ReferenceRequest, LAYER_KINDS};
 use serde::Serialize;
@@ -317,12 +318,13 @@ fn verdict(tensors: &[TensorDivergence], first: Option<usize>) -> String {
     )
 }
 
-/// Runs `model` on `ids`, compares every tensor of the dump directory `dir` with ropescope's float64 values, and
+/// Runs `model` on `ids`, compares every tensor of the dump directory `dir` with ropescope's values (float64, or
+/// the precision and arithmetic `model` computes in), and
 /// reports them in computation order with the first one over its tolerance (`tolerances` by kind; a kind
 /// without one is held to exact equality). Errors: `dir` unreadable, no tensor of the layout in it, a file that
 /// is not a readable `.npy`, a layer the model does not have, `ids.npy` holding other ids, a shape mismatch.
-pub fn diverge(
-    model: &Model<f64>,
+pub fn diverge<T: Real>(
+    model: &Model<T>,
     ids: &[u32],
     dir: &Path,
     tolerances: &BTreeMap<String, Tolerance>,
@@ -362,7 +364,14 @@ pub fn diverge(
         rows: rows.clone(),
         command: Vec::new(),
     };
-    let ours = compute_reference(model, ids, &req, &kinds)?;
+    let ours: Vec<ReferenceArray<f64>> = compute_reference(model, ids, &req, &kinds)?
+        .into_iter()
+        .map(|a| ReferenceArray {
+            name: a.name,
+            shape: a.shape,
+            data: a.data.into_iter().map(Real::to_f64_exact).collect(),
+        })
+        .collect();
 
     let mut tensors = Vec::new();
     let mut missing = Vec::new();

@@ -280,6 +280,7 @@ pub fn write_reference<T: Real + npy::NpyElement>(
         "model_sha256": model_sha256,
         "architecture": c.architecture,
         "precision": T::NAME,
+        "arithmetic": c.arithmetic.name(),
         "rows": [req.rows.start, req.rows.end],
         "layers": req.layers,
         "n_tokens": t,

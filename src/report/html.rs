@@ -716,6 +716,7 @@ fn run_section(out: &mut String, data: &ScanData) {
             format!("<span class=\"hash\">{}</span>", escape(&meta.model_sha256)),
         ),
         ("precision", escape(&meta.precision)),
+        ("arithmetic", meta.arithmetic.name().to_string()),
         ("analyses run", escape(&meta.analyses.join(", "))),
         ("ropescope", escape(&meta.ropescope_version)),
         ("format version", meta.format_version.to_string()),

@@ -5,6 +5,7 @@
 //! field's meaning changes. Scores of an analysis that did not run are `null`.
 
 use super::params::ScanParams;
+use crate::model::Arithmetic;
 use serde::{Deserialize, Serialize};
 
 /// Version of the output format, in `meta.json` and `summary.json`.
@@ -74,6 +75,10 @@ pub struct Meta {
     pub model: ModelMeta,
     /// Arithmetic precision of the forward passes (`"f32"` or `"f64"`).
     pub precision: String,
+    /// How the forward passes multiplied by the weights (`"exact"` or `"ggml"`; directories of older versions,
+    /// which have no such key, are exact).
+    #[serde(default)]
+    pub arithmetic: Arithmetic,
     /// The prompt sets, natural first.
     pub prompt_sets: Vec<PromptSetMeta>,
     /// Measurement parameters.

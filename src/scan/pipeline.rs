@@ -19,7 +19,7 @@ use crate::gguf::GgufFile;
 use crate::io::hashing::sha256_file;
 use crate::io::inputs::Inputs;
 use crate::io::staged::{Record, StagedDir, Staging};
-use crate::model::{LayerConfig, Model, ModelConfig};
+use crate::model::{Arithmetic, LayerConfig, Model, ModelConfig};
 use crate::numeric::{Precision, Real};
 use crate::tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
@@ -37,6 +37,8 @@ pub struct ScanRequest {
     pub count: Option<usize>,
     /// Arithmetic precision of the forward passes.
     pub precision: Precision,
+    /// How the forward passes multiply by the weights (`Ggml` needs f32).
+    pub arithmetic: Arithmetic,
     /// The analyses and the measurement parameters, the prompt length among them.
     pub params: ScanParams,
     /// Only this shard of the work, written as partial results for [`merge`].
@@ -56,6 +58,7 @@ impl ScanRequest {
             prompts: Vec::new(),
             count: None,
             precision: Precision::F32,
+            arithmetic: Arithmetic::Exact,
             params: ScanParams::default(),
             shard: None,
             force: false,
@@ -137,7 +140,7 @@ fn run_in<T: Real>(
     start: Instant,
     staged: StagedDir,
 ) -> Result<ScanSummary> {
-    let model = Model::<T>::load(file).context("loading the model")?;
+    let model = Model::<T>::load_with(file, req.arithmetic).context("loading the model")?;
     let params = &req.params;
     let natural = natural_set(req, file, &model)?;
     let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);
@@ -186,6 +189,7 @@ fn run_in<T: Real>(
         model_sha256: sha256_file(&req.model)?,
         model: model_meta(&model),
         precision: T::NAME.into(),
+        arithmetic: req.arithmetic,
         prompt_sets,
         parameters: params.clone(),
         analyses: params
@@ -331,7 +335,8 @@ fn merge_in<T: Real>(
     start: Instant,
     staged: StagedDir,
 ) -> Result<ScanSummary> {
-    let model = Model::<T>::load(file).context("loading the model")?;
+    let arithmetic = shards[0].record.meta.arithmetic;
+    let model = Model::<T>::load_with(file, arithmetic).context("loading the model")?;
     let outcome = shard::merge(&model, shards, progress)?;
     let mut meta = shards[0].record.meta.clone();
     meta.elapsed_seconds = shards

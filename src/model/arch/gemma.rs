@@ -161,6 +161,7 @@ mod tests {
             qk_norm: QkNorm::None,
             pre_norms: true,
             post_norms: false,
+            arithmetic: Default::default(),
         }
     }
 

@@ -281,6 +281,7 @@ fn base_config(h: &Hparams, file: &GgufFile) -> Result<ModelConfig> {
         qk_norm: QkNorm::None,
         pre_norms: true,
         post_norms: false,
+        arithmetic: Default::default(),
     })
 }
 

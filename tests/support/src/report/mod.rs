@@ -692,6 +692,7 @@ pub fn write_scan(dir: &Path, sh: &Shape) {
             vocab_size: 1000,
         },
         precision: "f64".into(),
+        arithmetic: Default::default(),
         prompt_sets: vec![
             set("natural", "synthetic text"),
             set("random", "uniform random ids"),
