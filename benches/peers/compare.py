@@ -16,6 +16,9 @@ ids of a shorter length are a prefix of those of a longer one) run through:
                      with T² (attention runs in row blocks), so it is the ropescope side of the long-prompt
                      comparison with llama.cpp.
     ropescope-f64    the f64 engine, `bench-forward ... --precision f64`, full capture (as `ropescope`).
+    ropescope-ggml   `bench-forward ... --capture none --arithmetic ggml`: f32 in llama.cpp's arithmetic (8-bit
+                     activations before each quantized product, integer block dot products), logits only: the
+                     ropescope side of the like-for-like comparison with llama.cpp.
     hf-eager         HF transformers, AutoModelForCausalLM from the GGUF (dequantized to float32),
                      attn_implementation="eager", forward with output_attentions=True, use_cache=False.
     hf-f64           HF transformers in pure float64: the model fixtures/reference/make_reference.py computes the
@@ -44,6 +47,7 @@ Ratios, per model and T, are ours / peer (below 1: ropescope is faster):
     ropescope / hf-eager            f32 full capture against HF's attentions (the original bar)
     ropescope / llama.cpp           f32 full capture against llama.cpp's logits
     ropescope-nocap / llama.cpp     f32, logits only, on both sides: the long-prompt comparison
+    ropescope-ggml / llama.cpp      llama.cpp's arithmetic, logits only, on both sides
     ropescope-f64 / hf-f64          the f64 engine against HF in pure float64 (the issue's target: ≤ 0.33,
                                     i.e. at least 3× faster)
 
@@ -117,22 +121,26 @@ MODELS = {
     "smollm2-135m": "SmolLM2-135M-Instruct.Q4_1.gguf",
     "gemma3-270m": "gemma-3-270m-q4_k_m.gguf",
 }
-IMPLEMENTATIONS = ["ropescope", "ropescope-nocap", "ropescope-f64", "hf-eager", "hf-f64", "llama.cpp"]
+IMPLEMENTATIONS = [
+    "ropescope", "ropescope-nocap", "ropescope-ggml", "ropescope-f64", "hf-eager", "hf-f64", "llama.cpp",
+]
 # (ours, peer): the ratios reported, ours / peer.
 PAIRS = [
     ("ropescope", "hf-eager"),
     ("ropescope", "llama.cpp"),
     ("ropescope-nocap", "llama.cpp"),
+    ("ropescope-ggml", "llama.cpp"),
     ("ropescope-f64", "hf-f64"),
 ]
 F64_IMPLEMENTATIONS = {"ropescope-f64", "hf-f64"}
 FULL_CAPTURE = {"ropescope", "ropescope-f64"}
 HF = {"hf-eager", "hf-f64"}
-# ropescope's bench-forward: (capture, precision) of each of its implementations.
+# ropescope's bench-forward: (capture, precision, arithmetic) of each of its implementations.
 ROPESCOPE = {
-    "ropescope": ("full", "f32"),
-    "ropescope-nocap": ("none", "f32"),
-    "ropescope-f64": ("full", "f64"),
+    "ropescope": ("full", "f32", "exact"),
+    "ropescope-nocap": ("none", "f32", "exact"),
+    "ropescope-ggml": ("none", "f32", "ggml"),
+    "ropescope-f64": ("full", "f64", "exact"),
 }
 GEMMA3_GLOBAL_EVERY = 6  # Gemma 3: layers 5, 11, 17, ... are global, the others sliding-window (HF's pattern)
 
@@ -223,7 +231,7 @@ def memory_estimate(impl, shape, t, ubatch):
     if impl in FULL_CAPTURE:
         # logits and probabilities of every head over all rows, q/k before and after RoPE, v and output a head
         return 2 * L * H * t * t * b + 6 * L * H * t * shape["d_k"] * b + logits
-    if impl == "ropescope-nocap":
+    if impl in ("ropescope-nocap", "ropescope-ggml"):
         return logits
     if impl in HF:
         # weights (dequantized in float32 at load, then cast), the kept attentions, one layer's scores, masked
@@ -356,12 +364,13 @@ def worker_llama(model_path, ids_path, threads, repeat, ubatch=None):
 WORKERS = {"hf-eager": worker_hf, "hf-f64": worker_hf_f64, "llama.cpp": worker_llama}
 
 
-def run_ropescope(binary, model_path, ids_path, threads, repeat, capture, precision):
+def run_ropescope(binary, model_path, ids_path, threads, repeat, capture, precision, arithmetic):
     cmd = [str(binary), "--threads", str(threads), "bench-forward", str(model_path), "--ids", str(ids_path),
-           "--repeat", str(repeat), "--capture", capture, "--precision", precision]
+           "--repeat", str(repeat), "--capture", capture, "--precision", precision, "--arithmetic", arithmetic]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
-    assert r["capture"] == capture and r["precision"] == precision, (r["capture"], r["precision"])
+    got = (r["capture"], r["precision"], r["arithmetic"])
+    assert got == (capture, precision, arithmetic), got
     return r
 
 
@@ -511,8 +520,7 @@ def main():
                         continue
                     print(f"{name} {t}: {impl} ...", file=sys.stderr, flush=True)
                     if impl in ROPESCOPE:
-                        capture, precision = ROPESCOPE[impl]
-                        r = run_ropescope(args.binary, path, ids_path, args.threads, args.repeat, capture, precision)
+                        r = run_ropescope(args.binary, path, ids_path, args.threads, args.repeat, *ROPESCOPE[impl])
                     else:
                         r = run_worker(impl, path, ids_path, args.threads, args.repeat, args.llama_ubatch)
                     r["forward_median_s"] = statistics.median(r["forward_s"])

@@ -308,6 +308,58 @@ mod tests {
         assert!(m.split_rows(&[3, 8], "w").is_err());
     }
 
+    /// Under ggml's arithmetic a product is the dequantized weights times the activations quantized to Q8_0
+    /// and dequantized (`d · q` per block of 32), up to float32 rounding.
+    #[test]
+    fn ggml_products_multiply_by_the_eight_bit_activations() {
+        let rows = 20;
+        let f = file(rows);
+        let m = matrix(&f, rows)
+            .with_arithmetic(Arithmetic::Ggml, "w")
+            .unwrap();
+        let n = 5;
+        let x: Vec<f32> = (0..n * COLS)
+            .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 17.0)
+            .collect();
+        let xq = Q8Rows::quantize(
+            &x,
+            COLS,
+            crate::quant::q8::Q8Kind::Q8_0,
+            Q8Rounding::native(),
+        );
+        let w = dense::<f64>(&m);
+        let y = m.apply(&x, n, None);
+        let exact = matrix(&f, rows).apply(&x, n, None);
+        let mut far_from_exact = 0.0f64;
+        for r in 0..n {
+            for c in 0..rows {
+                let mut want = 0.0f64;
+                let mut scale = 0.0f64;
+                for i in 0..COLS {
+                    let xv = xq.d[(r * COLS + i) / 32] as f64 * xq.q[r * COLS + i] as f64;
+                    want += w[c * COLS + i] * xv;
+                    scale += (w[c * COLS + i] * xv).abs();
+                }
+                let got = y[r * rows + c] as f64;
+                assert!((got - want).abs() <= 1e-6 * scale, "({r}, {c}): {got} against {want}");
+                far_from_exact = far_from_exact.max((got - exact[r * rows + c] as f64).abs() / scale);
+            }
+        }
+        // The 8-bit activations are what moves the product: far more than float32 rounding.
+        assert!(far_from_exact > 1e-4, "{far_from_exact}");
+    }
+
+    #[test]
+    fn the_ggml_arithmetic_of_a_type_it_does_not_model_is_refused_by_name() {
+        let w = GgufWriter::new().tensor_raw("w", &[32, 2], GgmlType::IQ4_NL, vec![0u8; 2 * 18]);
+        let f = GgufFile::from_bytes(w.to_bytes()).unwrap();
+        let data = f.tensor_data(f.tensor("w").unwrap());
+        let m = WeightMatrix::new("w", data, GgmlType::IQ4_NL, 2, 32).unwrap();
+        let err = m.clone().with_arithmetic(Arithmetic::Ggml, "w").unwrap_err();
+        assert!(err.to_string().contains("IQ4_NL"), "{err}");
+        assert!(m.with_arithmetic(Arithmetic::Exact, "w").is_ok());
+    }
+
     #[test]
     fn malformed_shapes_and_types_are_errors() {
         let f = file(4);

@@ -310,6 +310,46 @@ fn lane_max<T: Real>(xs: &[T], start: T) -> T {
 mod tests {
     use super::*;
 
+    /// ggml's GELU by table: 0 at or below −10, the input at or above 10, and between them the tanh
+    /// approximation, in float32, at the float16 rounding of the input, rounded to float16.
+    #[test]
+    fn ggml_gelu_is_the_float16_table_of_the_tanh_approximation() {
+        let reference = |x: f32| {
+            let h = half::f16::from_f32(x).to_f32() as f64;
+            let g = 0.5
+                * h
+                * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (h + 0.044715 * h * h * h)).tanh());
+            half::f16::from_f64(g).to_f32()
+        };
+        for x in [
+            -10.0f32, -9.99, -3.3, -0.5, -1e-3, 0.0, 1e-3, 0.7, 1.2345, 4.0, 9.99, 10.0, 25.0,
+        ] {
+            let got = gelu_f16_table(x);
+            if x <= -10.0 {
+                assert_eq!(got, 0.0);
+            } else if x >= 10.0 {
+                assert_eq!(got, x);
+            } else {
+                // float16 values: equal, or one float16 step apart where float32 and float64 round differently.
+                let step = half::f16::from_f32(got).to_f32().abs().max(6.1e-5) * 2f32.powi(-10);
+                assert!(
+                    (got - reference(x)).abs() <= step,
+                    "{x}: {got} against {}",
+                    reference(x)
+                );
+                assert_eq!(
+                    half::f16::from_f32(got).to_f32(),
+                    got,
+                    "{x}: a float16 value"
+                );
+            }
+        }
+        // Through the gated path too: act(gate) · up.
+        let mut gate = vec![0.7f32, -11.0, 12.0];
+        gated(&mut gate, &[2.0, 2.0, 2.0], Activation::GeluTanhF16Table);
+        assert_eq!(gate, vec![2.0 * gelu_f16_table(0.7f32), 0.0, 24.0]);
+    }
+
     #[test]
     fn softmax_matches_the_definition_in_f64() {
         let logits: Vec<f64> = (0..37)

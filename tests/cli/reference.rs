@@ -141,3 +141,36 @@ fn rotated_dims_split_each_head_as_hf_rotates_it() {
         }
     }
 }
+
+/// `--arithmetic ggml` is recorded in `meta.json`; it exists in float32 only, and the float64 default is
+/// refused by name before anything is written.
+#[test]
+fn the_ggml_arithmetic_is_recorded_and_refused_in_float64() {
+    let model = paths::model(paths::SMOLLM2);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ref");
+    let r = reference(&model, &["--ids", "1,2,3,4", "--arithmetic", "ggml"], &out);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(meta(&out)["arithmetic"], "ggml");
+    let exact = dir.path().join("exact");
+    assert!(reference(&model, &["--ids", "1,2,3,4"], &exact)
+        .status
+        .success());
+    assert_eq!(meta(&exact)["arithmetic"], "exact");
+
+    let f64_out = dir.path().join("f64");
+    let r = Command::new(env!("CARGO_BIN_EXE_ropescope"))
+        .arg("reference")
+        .arg(&model)
+        .args(["--ids", "1,2,3,4", "--arithmetic", "ggml", "--out"])
+        .arg(&f64_out)
+        .output()
+        .unwrap();
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("ggml arithmetic") && err.contains("f32"),
+        "{err}"
+    );
+    assert!(!f64_out.exists());
+}
