@@ -9,6 +9,8 @@
 //! omitted. Angles as in [`super::cone`].
 
 use super::cone::{cone_spread, ConeSpread};
+use crate::model::config::Norm;
+use crate::model::weights::NormWeights;
 use crate::model::Model;
 use crate::numeric::Real;
 
@@ -68,18 +70,12 @@ pub fn embedding_cone<T: Real>(model: &Model<T>, token_ids: &[u32]) -> Embedding
         // DeepSeek V3's queries pass through a normed bottleneck first.
         let q = match lw.mla.as_ref().and_then(|m| m.q_a.as_ref()) {
             Some((q_a, norm)) => {
-                let a: Vec<T> = q_a
-                    .apply(&x, n, None)
-                    .chunks(norm.len())
-                    .flat_map(|row| {
-                        let ms = row.iter().map(|v| v.to_f64_exact().powi(2)).sum::<f64>()
-                            / row.len() as f64;
-                        let s = 1.0 / (ms + c.norm_eps).sqrt();
-                        row.iter()
-                            .zip(norm)
-                            .map(move |(&v, &g)| T::of_f64(v.to_f64_exact() * s * g.to_f64_exact()))
-                    })
-                    .collect();
+                let bottleneck = NormWeights {
+                    kind: Norm::Rms,
+                    w: norm.clone(),
+                    b: None,
+                };
+                let a: Vec<T> = bottleneck.normed(&q_a.apply(&x, n, None), c.eps());
                 lw.wq.apply(&a, n, lw.bq.as_deref())
             }
             None => lw.wq.apply(&x, n, lw.bq.as_deref()),

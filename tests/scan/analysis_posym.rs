@@ -84,6 +84,37 @@ fn prompts_are_cut_to_whole_blocks_and_passes_are_counted() {
     );
 }
 
+/// The fewest blocks, m = 2 (one swap), is a scan; m = 1 is not. Scores are means over prompts: two copies of
+/// a prompt score as the prompt alone.
+#[test]
+fn two_blocks_are_enough_and_scores_are_means_over_prompts() {
+    let model = known_heads_model();
+    let two = PosymParams {
+        m: 2,
+        ..PosymParams::default()
+    };
+    let r = posym_scan::run(&model, &[prompt(0)], &two, &quiet).unwrap();
+    assert_eq!(posym_scan::passes(1, &two), 2);
+    assert!(r.s_pos[0][HEAD_SLASH3].is_some());
+    let one = PosymParams {
+        m: 1,
+        ..PosymParams::default()
+    };
+    assert_argument_error(posym_scan::run(&model, &[prompt(0)], &one, &quiet), "m ≥ 2");
+    let params = PosymParams::default();
+    let single = posym_scan::run(&model, &[prompt(0)], &params, &quiet).unwrap();
+    let twice = posym_scan::run(&model, &[prompt(0), prompt(0)], &params, &quiet).unwrap();
+    for h in [HEAD_SLASH3, HEAD_SYMBOLIC] {
+        for (a, b) in [(&single.s_pos, &twice.s_pos), (&single.s_sym, &twice.s_sym)] {
+            let (a, b) = (a[0][h].unwrap(), b[0][h].unwrap());
+            assert!(
+                (a - b).abs() <= ROUNDING_TOL * a.abs().max(1.0),
+                "head {h}: {a} against {b}"
+            );
+        }
+    }
+}
+
 #[test]
 fn pearson_of_anti_correlated_scores_is_minus_one() {
     let r = pearson(&[0.0, 0.5, 1.0], &[1.0, 0.5, 0.0]).unwrap();

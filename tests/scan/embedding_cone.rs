@@ -3,8 +3,9 @@
 //! projection with its bias, a latent bottleneck and QK-norm as the model has them: the images the cone
 //! computes for layer 0 must have the spreads of the pre-RoPE queries and keys the engine's forward pass (held
 //! to HF transformers by `tests/engine/converted.rs`) captures for the same tokens. Converted files of five
-//! designs: plain (llama), biases (qwen2), LayerNorm with biases (phi2), QK-norm with Gemma's embedding scale
-//! (gemma3), and DeepSeek V3's normed query bottleneck with latent keys (deepseek3).
+//! designs: plain (llama), biases (qwen2), LayerNorm with biases (phi2), QK-norm per head with Gemma's embedding
+//! scale (gemma3), QK-norm over the whole projection, a slice of gains per head (olmo2), and DeepSeek V3's normed
+//! query bottleneck with latent keys (deepseek3).
 
 use ropescope::analysis::cone::cone_spread;
 use ropescope::analysis::embedding_cone::{embedding_cone, Spread};
@@ -33,7 +34,7 @@ fn assert_close(what: &str, cone: Option<Spread>, pass: Option<Spread>) {
 
 #[test]
 fn layer_zero_images_are_the_forward_pass_queries_and_keys() {
-    for variant in ["llama", "qwen2", "phi2", "gemma3", "deepseek3"] {
+    for variant in ["llama", "qwen2", "phi2", "gemma3", "olmo2", "deepseek3"] {
         let path = paths::fixture(&format!("converted/{variant}/model.gguf"));
         let file = GgufFile::open(&path).unwrap();
         let model = Model::<f64>::load(&file).unwrap();
