@@ -91,14 +91,17 @@ def _rows(rows, n):
 class Model:
     """A GGUF model loaded for exact forward passes.
 
-    ``Model(path, precision="f64")`` reads and checks the file (the weights stay quantized in its memory
-    map); ``precision`` is ``"f64"`` (the golden reference) or ``"f32"``.
+    ``Model(path, precision="f64", arithmetic="exact")`` reads and checks the file (the weights stay quantized
+    in its memory map); ``precision`` is ``"f64"`` (the golden reference) or ``"f32"``; ``arithmetic="ggml"``
+    computes as llama.cpp's CPU backend does (float32 only: 8-bit activations before each quantized product,
+    integer block dot products), for comparisons with llama.cpp.
     """
 
-    def __init__(self, path, precision="f64"):
+    def __init__(self, path, precision="f64", arithmetic="exact"):
         self.path = os.fspath(path)
         self.precision = precision
-        self._native = _NativeModel(self.path, precision)
+        self.arithmetic = arithmetic
+        self._native = _NativeModel(self.path, precision, arithmetic)
         self._config = None
 
     @property
@@ -153,17 +156,17 @@ class Model:
         return out
 
 
-def reference(model, ids, out, layers=None, rows=None, precision="f64", force=False):
+def reference(model, ids, out, layers=None, rows=None, precision="f64", force=False, arithmetic="exact"):
     """Writes the golden-reference directory of one forward pass, exactly as ``ropescope reference`` does
     (``.npy`` per quantity and layer, ``ids.npy``, ``logits.npy`` and ``meta.json``).
 
     ``model``: the GGUF path; ``layers``: default all; ``rows``: as in :meth:`Model.forward`; ``force``:
-    replace an existing non-empty ``out``.
+    replace an existing non-empty ``out``; ``arithmetic``: as in :class:`Model`.
     """
     ids = _ids(ids)
     span = None if rows is None else _rows(rows, len(ids))
     layers = None if layers is None else [int(layer) for layer in layers]
-    _reference(os.fspath(model), ids, os.fspath(out), layers, span, precision, force)
+    _reference(os.fspath(model), ids, os.fspath(out), layers, span, precision, arithmetic, force)
 
 
 def compare(a, b, tol=()):
@@ -190,7 +193,7 @@ def _read_json(path):
 
 
 def scan(model, out, analyses="all", length=None, count=None, prompts=(), precision="f32", seed=None,
-         delta_max=None, kappa=None, shard=None, force=False):
+         delta_max=None, kappa=None, shard=None, force=False, arithmetic="exact"):
     """Runs a scan (``ropescope scan``) in this process and returns the scan's ``summary.json`` as Python objects (a
     dict: ``heads``, one dict per head with its label and scores, ``slash_dominant``, ``intrinsic``, ``cone``,
     ``warnings``; the repository's ``fixtures/scan/FORMAT.md`` documents every field). The whole directory
@@ -199,7 +202,7 @@ def scan(model, out, analyses="all", length=None, count=None, prompts=(), precis
 
     Options are the command line's: ``analyses`` (comma-separated or ``"all"``), ``length`` and ``count`` of the
     natural prompts, ``prompts`` (text or ``.npy`` files instead of the built-in texts), ``precision``,
-    ``seed``, ``delta_max``, ``kappa``. With ``shard=(k, n)`` only shard ``k`` of ``n`` is done and its
+    ``arithmetic`` (as in :class:`Model`), ``seed``, ``delta_max``, ``kappa``. With ``shard=(k, n)`` only shard ``k`` of ``n`` is done and its
     ``shard.json`` is returned instead; :func:`merge` folds the shards.
     """
     prompts = [prompts] if isinstance(prompts, (str, os.PathLike)) else list(prompts)
@@ -207,7 +210,8 @@ def scan(model, out, analyses="all", length=None, count=None, prompts=(), precis
         k, n = shard
         shard = (int(k), int(n))
     text, warnings = _scan(os.fspath(model), os.fspath(out), analyses, length, count,
-                           [os.fspath(p) for p in prompts], precision, seed, delta_max, kappa, shard, force)
+                           [os.fspath(p) for p in prompts], precision, arithmetic, seed, delta_max, kappa, shard,
+                           force)
     _report(text, warnings)
     name = "shard.json" if shard is not None else "summary.json"
     return _read_json(os.path.join(os.fspath(out), name))

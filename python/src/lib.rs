@@ -12,7 +12,7 @@ use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
 use ropescope::io::inputs::Inputs;
 use ropescope::io::staged::{Record, StagedDir, Staging};
-use ropescope::model::Model as Engine;
+use ropescope::model::{Arithmetic, Model as Engine};
 use ropescope::numeric::{Precision, Real};
 use ropescope::reference::compare::{apply_override, compare_report, default_tolerances};
 use ropescope::reference::write::{compute_reference, write_reference, ReferenceRequest};
@@ -90,13 +90,22 @@ fn precision_of(name: &str) -> Result<Precision, Error> {
         .ok_or_else(|| Error::parameter("precision", format!("'{name}' is not one of f64, f32")))
 }
 
-/// Loads `path` in `precision` (`f64` or `f32`).
-fn load(path: &Path, precision: &str) -> Result<(GgufFile, AnyEngine), Error> {
+/// The [`Arithmetic`] named `name` (`exact` or `ggml`).
+fn arithmetic_of(name: &str) -> Result<Arithmetic, Error> {
+    Arithmetic::ALL
+        .into_iter()
+        .find(|a| a.name() == name)
+        .ok_or_else(|| Error::parameter("arithmetic", format!("'{name}' is not one of exact, ggml")))
+}
+
+/// Loads `path` in `precision` (`f64` or `f32`) and `arithmetic` (`exact` or `ggml`).
+fn load(path: &Path, precision: &str, arithmetic: &str) -> Result<(GgufFile, AnyEngine), Error> {
     let precision = precision_of(precision)?;
+    let arithmetic = arithmetic_of(arithmetic)?;
     let file = GgufFile::open(path)?;
     let engine = match precision {
-        Precision::F64 => AnyEngine::F64(Engine::load(&file)?),
-        Precision::F32 => AnyEngine::F32(Engine::load(&file)?),
+        Precision::F64 => AnyEngine::F64(Engine::load_with(&file, arithmetic)?),
+        Precision::F32 => AnyEngine::F32(Engine::load_with(&file, arithmetic)?),
     };
     Ok((file, engine))
 }
@@ -122,10 +131,10 @@ fn forward_in<'py, T: Real + Element>(
 
 #[pymethods]
 impl Model {
-    /// Loads a GGUF model in `precision` (`f64` or `f32`).
+    /// Loads a GGUF model in `precision` (`f64` or `f32`) and `arithmetic` (`exact` or `ggml`).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf, precision: &str) -> PyResult<Self> {
-        let (file, engine) = engine_call(py, || load(&path, precision))?;
+    fn new(py: Python<'_>, path: PathBuf, precision: &str, arithmetic: &str) -> PyResult<Self> {
+        let (file, engine) = engine_call(py, || load(&path, precision, arithmetic))?;
         Ok(Self {
             file,
             engine,
@@ -189,6 +198,7 @@ fn reference(
     layers: Option<Vec<usize>>,
     rows: Option<(usize, usize)>,
     precision: &str,
+    arithmetic: &str,
     force: bool,
 ) -> PyResult<()> {
     let run = || -> Result<(), Error> {
@@ -200,7 +210,7 @@ fn reference(
                 records: &[Record::REFERENCE],
             },
         )?;
-        let (_file, engine) = load(&model, precision)?;
+        let (_file, engine) = load(&model, precision, arithmetic)?;
         let n_layers = match &engine {
             AnyEngine::F64(m) => m.config.n_layers,
             AnyEngine::F32(m) => m.config.n_layers,
@@ -278,6 +288,7 @@ fn scan(
     count: Option<usize>,
     prompts: Vec<PathBuf>,
     precision: &str,
+    arithmetic: &str,
     seed: Option<u64>,
     delta_max: Option<usize>,
     kappa: Option<f64>,
@@ -291,6 +302,7 @@ fn scan(
             prompts,
             count,
             precision: precision_of(precision)?,
+            arithmetic: arithmetic_of(arithmetic)?,
             params: ScanParams {
                 analyses: Analysis::parse_list(analyses)?,
                 delta_max: delta_max.unwrap_or(defaults.delta_max),

@@ -60,6 +60,26 @@ def test_forward_equals_the_reference_files_bit_for_bit(model_path, model, ids, 
     assert np.array_equal(out["logits"], np.load(out_dir / "logits.npy"))
 
 
+def test_the_ggml_arithmetic_is_the_command_lines(model_path, ids, ropescope_bin, tmp_path):
+    """``arithmetic="ggml"`` gives the bits of ``reference --arithmetic ggml``; it needs float32."""
+    out_dir = tmp_path / "ref"
+    subprocess.run(
+        [ropescope_bin, "reference", model_path, "--ids", ",".join(map(str, ids)), "--layers", "0",
+         "--precision", "f32", "--arithmetic", "ggml", "--out", str(out_dir)],
+        check=True, capture_output=True,
+    )
+    ggml = rs.Model(model_path, precision="f32", arithmetic="ggml")
+    out = ggml.forward(ids, layers=[0], capture=("q_pre",), logits=True)
+    assert np.array_equal(out["q_pre"][0], np.load(out_dir / "q_pre_L0.npy"))
+    assert np.array_equal(out["logits"], np.load(out_dir / "logits.npy"))
+    exact = rs.Model(model_path, precision="f32").forward(ids, layers=[0], capture=("q_pre",))
+    assert not np.array_equal(exact["q_pre"][0], out["q_pre"][0])
+    with pytest.raises(rs.RopescopeError, match="ggml arithmetic is llama.cpp's float32"):
+        rs.Model(model_path, arithmetic="ggml")
+    with pytest.raises(rs.RopescopeError, match="arithmetic 'fast' is not one of exact, ggml"):
+        rs.Model(model_path, precision="f32", arithmetic="fast")
+
+
 def test_reference_and_compare_from_python(model_path, ids, tmp_path):
     rs.reference(model_path, ids, tmp_path / "a", layers=[1], rows=(0, 4))
     rs.reference(model_path, ids, tmp_path / "b", layers=[1], rows=(0, 4), precision="f32")

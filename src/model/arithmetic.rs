@@ -14,8 +14,8 @@ pub enum Arithmetic {
     Exact,
     /// llama.cpp's CPU arithmetic, float32 only: before each product with a quantized weight the activations
     /// are quantized to the weight type's `vec_dot_type` as this machine's llama.cpp quantizes them
-    /// ([`crate::quant::q8`]), and the product is ggml's integer block dot products
-    /// ([`crate::quant::int_blocks`]); F16 and BF16 weights meet activations rounded to their type; GELU is
+    /// (`quant::q8`), and the product is ggml's integer block dot products
+    /// (`quant::int_blocks`); F16 and BF16 weights meet activations rounded to their type; GELU is
     /// ggml's table over float16 inputs. Everything else (norms, RoPE, attention, the KV cache in float32,
     /// no flash attention) is the float32 pass, which matches llama.cpp's to float32 rounding.
     Ggml,
