@@ -193,14 +193,26 @@ fn block_terms<const LEN: usize>(
     let xd: [&[f32]; ACT_ROWS] = rows.map(|a| &x.d[a * n_blocks..(a + 1) * n_blocks]);
     let sums: [&[i32]; ACT_ROWS] = std::array::from_fn(|i| x_sums[rows[i] - rows[0]].as_slice());
     let mut acc = [[0.0f32; 16]; ACT_ROWS];
-    for (b, (wb, &[dw, _])) in wr.chunks_exact(LEN).zip(dm).enumerate() {
-        let wb: &[i16; LEN] = wb.try_into().expect("a block");
-        for i in 0..ACT_ROWS {
-            let xb: &[i16; LEN] = xq[i][b * LEN..(b + 1) * LEN].try_into().expect("a block");
-            let lanes = pair_lanes(wb, xb);
-            let f = dw * xd[i][b];
-            for (a, &v) in acc[i].iter_mut().zip(&lanes) {
-                *a += f * v as f32;
+    // The blocks' float32 factors `fl(D·d)` are formed a run of blocks at a time, so that the loop below
+    // multiplies by them from memory.
+    const RUN: usize = 64;
+    let mut factors = [[0.0f32; RUN]; ACT_ROWS];
+    for start in (0..n_blocks).step_by(RUN) {
+        let end = (start + RUN).min(n_blocks);
+        for (f, xd) in factors.iter_mut().zip(&xd) {
+            for ((f, &[dw, _]), &dx) in f.iter_mut().zip(&dm[start..end]).zip(&xd[start..end]) {
+                *f = dw * dx;
+            }
+        }
+        for b in start..end {
+            let wb: &[i16; LEN] = wr[b * LEN..(b + 1) * LEN].try_into().expect("a block");
+            for i in 0..ACT_ROWS {
+                let xb: &[i16; LEN] = xq[i][b * LEN..(b + 1) * LEN].try_into().expect("a block");
+                let lanes = pair_lanes(wb, xb);
+                let f = factors[i][b - start];
+                for (a, &v) in acc[i].iter_mut().zip(&lanes) {
+                    *a += f * v as f32;
+                }
             }
         }
     }
