@@ -6,7 +6,8 @@
 //! Q5_0, Q8_0), with the sub-block scale folded into the quant (`c·q` fits an i16). A block's dot product with a
 //! [`Q8Rows`] block is then, as in ggml's `ggml_vec_dot_*`:
 //!
-//! - `fl(D·d) · Σ (c·q)·qx − fl(d·M) · Σ_g m_g · Σ_{g} qx` for the K-quants, with the activations' float32 `d`;
+//! - `fl(D·d) · Σ (c·q)·qx − fl(d·M) · Σ_g m_g · Σ_g qx` for the K-quants, with the activations'
+//!   float32 `d`;
 //! - `fl(D·d) · Σ q·qx + fl(M·s)` for Q4_1 and Q5_1, with Q8_1's float16 sum `s`;
 //! - `fl(D·d) · Σ q·qx` for the rest,
 //!
@@ -113,8 +114,8 @@ impl IntRows {
     /// weight row `r` goes to `out[(a − xs.start) · ld + r]`. As ggml computes them up to the order of the
     /// float32 additions: each block's integer sum kept in 16 lanes (pairs of neighbouring products), the
     /// lanes scaled by the block's float32 factor and added across blocks in float32, the min terms added in
-    /// float32 in block order, then the lanes and the min terms added in float64 and rounded once. The order is fixed, so the bits are the same on every
-    /// instruction set.
+    /// float32 in block order, then the lanes and the min terms added in float64 and rounded once. The order
+    /// is fixed, so the bits are the same on every instruction set.
     pub fn dots(
         &self,
         x: &Q8Rows,

@@ -167,8 +167,8 @@ pub struct ShardRecord {
     pub shard: usize,
     /// Number of shards of the scan.
     pub of: usize,
-    /// The `meta.json` the whole scan will have (model, precision, arithmetic, prompt sets, parameters, analyses);
-    /// `elapsed_seconds`, `step_seconds` and `command` are this shard's, and `complete` is `false`.
+    /// The `meta.json` the whole scan will have (model, precision, arithmetic, prompt sets, parameters,
+    /// analyses); `elapsed_seconds`, `step_seconds` and `command` are this shard's, and `complete` is `false`.
     pub meta: Meta,
     /// The tasks done, in order.
     pub tasks: Vec<TaskRecord>,
@@ -364,8 +364,8 @@ pub fn check_shard(record: &ShardRecord, prompts: &Prompts, dir: &Path) -> Resul
 }
 
 /// Reads the shard directories `dirs` and checks they are one complete scan's shards: each complete and of
-/// this format, all with the same model (by sha256), precision, arithmetic, prompts, parameters, analyses and number of
-/// shards, every index present once, and each holding exactly its tasks. Returns them by index.
+/// this format, all with the same model (by sha256), precision, arithmetic, prompts, parameters, analyses and
+/// number of shards, every index present once, and each holding exactly its tasks. Returns them by index.
 pub fn open_shards(dirs: &[PathBuf]) -> Result<Vec<ShardDir>> {
     if dirs.is_empty() {
         return Err(Error::Argument(
