@@ -390,18 +390,27 @@ mod tests {
         out
     }
 
+    const COLS: usize = 512;
+    const TYPES: [GgmlType; 10] = {
+        use GgmlType::*;
+        [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K]
+    };
+
+    /// `rows` random rows of `ty` (`COLS` each), their integer form and ggml's dequantization of them.
+    fn decoded(ty: GgmlType, rows: usize, seed: u64) -> (IntLayout, IntRows, Vec<f32>) {
+        let layout = IntLayout::of(ty).unwrap();
+        let bytes = random_blocks(ty, rows, COLS, seed);
+        let mut deq = vec![0.0f32; rows * COLS];
+        dequantize_into(ty, &bytes, &mut deq, "w").unwrap();
+        (layout, IntRows::decode(layout, &bytes, COLS), deq)
+    }
+
     /// Every admitted type: the integer form read back as `D·(c·q) − M·m` (or `+ M`) equals ggml's
     /// dequantization up to the rounding of its float32 products.
     #[test]
     fn integer_form_reproduces_the_dequantized_values() {
-        use GgmlType::*;
-        for ty in [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K] {
-            let layout = IntLayout::of(ty).unwrap();
-            let cols = 512;
-            let bytes = random_blocks(ty, 3, cols, 7);
-            let rows = IntRows::decode(layout, &bytes, cols);
-            let mut deq = vec![0.0f32; 3 * cols];
-            dequantize_into(ty, &bytes, &mut deq, "w").unwrap();
+        for ty in TYPES {
+            let (layout, rows, deq) = decoded(ty, 3, 7);
             let len = layout.kind.block_len();
             for (i, &want) in deq.iter().enumerate() {
                 let [d, m] = rows.dm[i / len];
@@ -425,14 +434,9 @@ mod tests {
     /// (`d·q`, Q8_1's min term through its rounded sum), to float32 rounding.
     #[test]
     fn dot_products_equal_the_dequantized_sums() {
-        use GgmlType::*;
-        for ty in [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K] {
-            let layout = IntLayout::of(ty).unwrap();
-            let cols = 512;
-            let bytes = random_blocks(ty, 2, cols, 3);
-            let w = IntRows::decode(layout, &bytes, cols);
-            let mut deq = vec![0.0f32; 2 * cols];
-            dequantize_into(ty, &bytes, &mut deq, "w").unwrap();
+        let cols = COLS;
+        for ty in TYPES {
+            let (layout, w, deq) = decoded(ty, 2, 3);
             let x: Vec<f32> = (0..3 * cols)
                 .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 13.0)
                 .collect();

@@ -262,7 +262,18 @@ fn near(x: f64, measured: f64) -> bool {
 
 /// The largest NMSE over the vector tensors and the largest attention max-abs of a report.
 fn worst_errors(r: &serde_json::Value) -> (f64, f64) {
-    let tensors = r["tensors"].as_array().unwrap();
+    worst_errors_of(r, |_| true)
+}
+
+/// [`worst_errors`] over the tensors `keep` admits (at least one).
+fn worst_errors_of(r: &serde_json::Value, keep: impl Fn(&serde_json::Value) -> bool) -> (f64, f64) {
+    let tensors: Vec<&serde_json::Value> = r["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| keep(t))
+        .collect();
+    assert!(!tensors.is_empty());
     let nmse = tensors
         .iter()
         .filter(|t| t["kind"] != "attn")
@@ -385,25 +396,6 @@ fn llamacpp_gemma3_diverges_first_at_layer_0_queries_by_its_q8_0_activations() {
     assert!(near(attn, 5.128e-2), "{attn}");
 }
 
-/// The largest NMSE and attention max-abs over the tensors of `layers` in a report.
-fn worst_of_layers(r: &serde_json::Value, layers: &[u64]) -> (f64, f64) {
-    let of = |t: &&serde_json::Value| layers.contains(&t["layer"].as_u64().unwrap_or(u64::MAX));
-    let tensors: Vec<&serde_json::Value> =
-        r["tensors"].as_array().unwrap().iter().filter(of).collect();
-    assert!(!tensors.is_empty());
-    let nmse = tensors
-        .iter()
-        .filter(|t| t["kind"] != "attn")
-        .map(|t| t["nmse"].as_f64().unwrap())
-        .fold(0.0, f64::max);
-    let attn = tensors
-        .iter()
-        .filter(|t| t["kind"] == "attn")
-        .map(|t| t["max_abs"].as_f64().unwrap())
-        .fold(0.0, f64::max);
-    (nmse, attn)
-}
-
 /// With `--arithmetic ggml` (8-bit activations before each quantized product, integer block dot products, a
 /// float32 residual stream and ggml's RMSNorm and GELU), llama.cpp's dumps agree with ropescope's pass to
 /// float32 rounding where the exact pass was 1e-5 to 1e-4 away: every tensor of the layers before the first
@@ -419,7 +411,9 @@ fn llamacpp_dumps_agree_with_the_ggml_arithmetic_until_a_quantizer_rounds_differ
         (paths::GEMMA3, "llamacpp-gemma3", &[0, 1][..], 1e-12),
     ] {
         let (r, _) = llamacpp_report(model, name, &["--arithmetic", "ggml"]);
-        let (nmse, attn) = worst_of_layers(&r, agreeing);
+        let of_layers =
+            |t: &serde_json::Value| agreeing.contains(&t["layer"].as_u64().unwrap_or(u64::MAX));
+        let (nmse, attn) = worst_errors_of(&r, of_layers);
         assert!(nmse <= bar && attn <= 1e-5, "{name}: {nmse:e}, {attn:e}");
         assert!(nmse_of(&r, "q_pre_L0.npy") <= 1e-12, "{name}");
         let (exact, _) = llamacpp_report(model, name, &[]);
