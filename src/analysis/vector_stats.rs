@@ -408,3 +408,69 @@ impl<T: Real> Capture<T> for VectorStatsCapture {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Over more rows than one batch, every sum equals its definition computed row by row, and the cosines to
+    /// the mean direction have the mean and standard deviation of the cosines themselves.
+    #[test]
+    fn sums_and_cosines_are_their_definitions() {
+        let (n, d) = (GRAM_ROWS + 37, 6);
+        let data: Vec<f64> = (0..n * d)
+            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
+            .collect();
+        let chunks = [(0, 3), (1, 4), (2, 5)];
+        let mut s = RowSums::new(d, chunks.len(), true);
+        s.add_rows(&HeadRows::new(&data, d, 0, d), &chunks, &[]);
+
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        let units: Vec<Vec<f64>> = data
+            .chunks(d)
+            .map(|r| {
+                let norm = r.iter().map(|v| v * v).sum::<f64>().sqrt();
+                r.iter().map(|v| v / norm).collect()
+            })
+            .collect();
+        assert_eq!(s.count, n);
+        for a in 0..d {
+            assert!(close(s.sum[a], data.chunks(d).map(|r| r[a]).sum()));
+            assert!(close(s.unit_sum[a], units.iter().map(|u| u[a]).sum()));
+            for b in 0..d {
+                let gram: f64 = data.chunks(d).map(|r| r[a] * r[b]).sum();
+                let unit_gram: f64 = units.iter().map(|u| u[a] * u[b]).sum();
+                assert!(close(s.gram[a * d + b], gram), "gram ({a}, {b})");
+                assert!(
+                    close(s.unit_gram[a * d + b], unit_gram),
+                    "unit gram ({a}, {b})"
+                );
+            }
+        }
+        for (c, &(a, b)) in chunks.iter().enumerate() {
+            let want: f64 = data
+                .chunks(d)
+                .map(|r| (r[a] * r[a] + r[b] * r[b]).sqrt())
+                .sum();
+            assert!(close(s.chunk_norm_sum[c], want));
+        }
+
+        let norm = s.unit_sum.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let axis: Vec<f64> = s.unit_sum.iter().map(|v| v / norm).collect();
+        let cosines: Vec<f64> = units
+            .iter()
+            .map(|u| u.iter().zip(&axis).map(|(a, b)| a * b).sum())
+            .collect();
+        let mean = cosines.iter().sum::<f64>() / n as f64;
+        let var = cosines.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / n as f64;
+        let (got_mean, got_std) = s.cosine_to_mean_direction().unwrap();
+        assert!(
+            close(got_mean, mean) && close(got_std, var.sqrt()),
+            "{got_mean} {got_std}"
+        );
+        assert!(
+            var.sqrt() > 0.1,
+            "the rows spread: the standard deviation is measured, not 0"
+        );
+    }
+}
