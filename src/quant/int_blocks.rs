@@ -12,8 +12,9 @@
 //! - `fl(D·d) · Σ q·qx` for the rest,
 //!
 //! where the sums are exact integers and `fl` is a float32 product, the same float32 numbers ggml forms. ggml
-//! then adds the blocks' terms in float32 lanes in an order of its instruction set; here they are added in
-//! float64 and rounded once, so a product differs from llama.cpp's by float32 rounding only.
+//! then adds the blocks' terms in float32 lanes in an order of its kernel and instruction set; here they are
+//! added in 16 float32 lanes of a fixed order ([`IntRows::dots`]), so a product differs from llama.cpp's by
+//! float32 rounding only.
 
 use super::q8::{Q8Kind, Q8Rows};
 use super::{f16_at, GgmlType, QK_K};
@@ -136,7 +137,7 @@ impl IntRows {
     }
 
     /// The sums of row `a`'s quants over this layout's sub-blocks (what Q8_K keeps as `bsums`), for
-    /// [`IntRows::dot`]; empty when the layout has no sub-block mins.
+    /// [`IntRows::dots`]; empty when the layout has no sub-block mins.
     pub fn sub_block_sums(layout: IntLayout, x: &Q8Rows, a: usize) -> Vec<i32> {
         if layout.offset != Offset::SubBlocks {
             return Vec::new();
