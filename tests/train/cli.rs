@@ -34,6 +34,15 @@ fn train_writes_curves_metrics_and_npy_maps() {
         assert_eq!(curve.as_array().unwrap().last().unwrap()["step"], 3);
         let npy = std::fs::read(out.join(map)).unwrap();
         assert_eq!(&npy[..6], b"\x93NUMPY");
+        if experiment == "index" {
+            // Row p is the mean attention of the test examples whose answer sits at p: a distribution over the
+            // context where the row has examples, zero where it has none.
+            let a = ropescope::io::npy::Array::read(&out.join(map)).unwrap();
+            let len = a.shape[1];
+            let sums: Vec<f64> = a.to_f64().chunks(len).map(|r| r.iter().sum()).collect();
+            assert!(sums.iter().all(|&s| s == 0.0 || (s - 1.0).abs() < 1e-9), "{sums:?}");
+            assert!(sums.iter().any(|&s| s > 0.0));
+        }
     }
 }
 
