@@ -40,7 +40,10 @@ fn train_writes_curves_metrics_and_npy_maps() {
             let a = ropescope::io::npy::Array::read(&out.join(map)).unwrap();
             let len = a.shape[1];
             let sums: Vec<f64> = a.to_f64().chunks(len).map(|r| r.iter().sum()).collect();
-            assert!(sums.iter().all(|&s| s == 0.0 || (s - 1.0).abs() < 1e-9), "{sums:?}");
+            assert!(
+                sums.iter().all(|&s| s == 0.0 || (s - 1.0).abs() < 1e-9),
+                "{sums:?}"
+            );
             assert!(sums.iter().any(|&s| s > 0.0));
         }
     }
