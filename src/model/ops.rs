@@ -23,50 +23,56 @@ pub struct NormEps {
 /// RMSNorm of one vector in place: `x_i ← x_i / sqrt(mean(x²) + eps) · w_i`, computed in f64 and rounded once
 /// (or in ggml's steps).
 pub fn rms_norm<T: Real>(x: &mut [T], w: &[T], eps: NormEps) {
-    if eps.ggml {
-        let scale = rms_scale_ggml(x, eps.eps);
-        for (v, &g) in x.iter_mut().zip(w) {
-            *v = T::of_f32(ggml_scaled(v.to_f64_exact(), scale, g));
-        }
-        return;
-    }
-    let inv = rms_inverse(x, eps.eps);
+    let scale = RmsScale::of(x, eps);
     for (v, &g) in x.iter_mut().zip(w) {
-        *v = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
+        *v = scale.apply(*v, g);
     }
 }
 
-/// `1 / sqrt(mean(x²) + eps)`, in f64.
-fn rms_inverse<S: Real>(x: &[S], eps: f64) -> f64 {
-    let mean_sq = x
-        .iter()
-        .map(|v| {
-            let v = v.to_f64_exact();
-            v * v
-        })
-        .sum::<f64>()
-        / x.len() as f64;
-    1.0 / (mean_sq + eps).sqrt()
+/// A row's RMS scale: `1 / sqrt(mean(x²) + eps)` in f64, or ggml's float32 one.
+#[derive(Clone, Copy)]
+enum RmsScale {
+    /// In f64; a value is `x · inv · w` in f64, rounded once.
+    Exact(f64),
+    /// ggml's: the float32 squares summed in f64 in order, the mean rounded to float32, `1/sqrtf(mean + ε)` in
+    /// float32 with ε a float32; a value is `(x · scale) · w` in float32.
+    Ggml(f32),
 }
 
-/// ggml's RMS scale of a row of float32 values: the float32 squares summed in f64 in order, the mean rounded to
-/// float32, `1/sqrtf(mean + ε)` in float32 with ε a float32.
-fn rms_scale_ggml<S: Real>(x: &[S], eps: f64) -> f32 {
-    let sum: f64 = x
-        .iter()
-        .map(|v| {
-            let v = v.to_f64_exact() as f32;
-            (v * v) as f64
-        })
-        .sum();
-    let mean = (sum / x.len() as f64) as f32;
-    1.0f32 / (mean + eps as f32).sqrt()
-}
+impl RmsScale {
+    fn of<S: Real>(x: &[S], eps: NormEps) -> Self {
+        if eps.ggml {
+            let sum: f64 = x
+                .iter()
+                .map(|v| {
+                    let v = v.to_f64_exact() as f32;
+                    (v * v) as f64
+                })
+                .sum();
+            let mean = (sum / x.len() as f64) as f32;
+            return RmsScale::Ggml(1.0f32 / (mean + eps.eps as f32).sqrt());
+        }
+        let mean_sq = x
+            .iter()
+            .map(|v| {
+                let v = v.to_f64_exact();
+                v * v
+            })
+            .sum::<f64>()
+            / x.len() as f64;
+        RmsScale::Exact(1.0 / (mean_sq + eps.eps).sqrt())
+    }
 
-/// ggml's normed value `(x · scale) · w`, in float32.
-#[inline]
-fn ggml_scaled<T: Real>(x: f64, scale: f32, w: T) -> f32 {
-    (x as f32 * scale) * w.to_f64_exact() as f32
+    /// The normed value of `x` with gain `w`.
+    #[inline]
+    fn apply<S: Real, T: Real>(self, x: S, w: T) -> T {
+        match self {
+            RmsScale::Exact(inv) => T::of_f64(x.to_f64_exact() * inv * w.to_f64_exact()),
+            RmsScale::Ggml(scale) => {
+                T::of_f32((x.to_f64_exact() as f32 * scale) * w.to_f64_exact() as f32)
+            }
+        }
+    }
 }
 
 /// RMSNorm of every `w.len()`-wide segment of `x` (rows of a matrix, or heads within rows), in parallel.
@@ -82,16 +88,9 @@ pub fn rms_normed<S: Real, T: Real>(x: &[S], w: &[T], eps: NormEps) -> Vec<T> {
     out.par_chunks_mut(w.len())
         .zip(x.par_chunks(w.len()))
         .for_each(|(o, row)| {
-            if eps.ggml {
-                let scale = rms_scale_ggml(row, eps.eps);
-                for ((o, v), &g) in o.iter_mut().zip(row).zip(w) {
-                    *o = T::of_f32(ggml_scaled(v.to_f64_exact(), scale, g));
-                }
-                return;
-            }
-            let inv = rms_inverse(row, eps.eps);
-            for ((o, v), &g) in o.iter_mut().zip(row).zip(w) {
-                *o = T::of_f64(v.to_f64_exact() * inv * g.to_f64_exact());
+            let scale = RmsScale::of(row, eps);
+            for ((o, &v), &g) in o.iter_mut().zip(row).zip(w) {
+                *o = scale.apply(v, g);
             }
         });
     out
