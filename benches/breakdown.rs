@@ -12,8 +12,12 @@
 //! count (wall steps) or at one thread (parts).
 //!
 //! Each figure is the median over `RUNS` profiled passes after one warm-up pass. A model whose file is absent
-//! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32` or `-- f64` for one precision; threads:
-//! `RAYON_NUM_THREADS`, default every core). `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one
+//! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32`, `-- f64` or `-- ggml` for one mode;
+//! threads: `RAYON_NUM_THREADS`, default every core). `ggml` is the f32 pass with `--arithmetic ggml`, without
+//! capture (the logits-only pass the peer comparison times against llama.cpp): its projections are integer
+//! products, rated against the machine's measured 16-bit pair-product peak
+//! (`ropescope::linalg::peak::pair_product_peak_gops`, in operations per second, two per product) instead of
+//! the FMA peak. `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one
 //! pass without capture (logits of every position), e.g. the mixtures of experts of `benches/scale.sh`.
 
 #[path = "support/models.rs"]
@@ -22,8 +26,9 @@ mod models;
 use models::{cached, token_ids, MODELS, TOKENS};
 use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
-use ropescope::linalg::{peak::fma_peak_gflops, Isa};
-use ropescope::model::{ForwardOptions, Model};
+use ropescope::linalg::peak::{fma_peak_gflops, pair_product_peak_gops};
+use ropescope::linalg::Isa;
+use ropescope::model::{Arithmetic, ForwardOptions, Model};
 use ropescope::numeric::Real;
 use ropescope::profile::{Profile, Step, StepTotal};
 use std::path::Path;
@@ -40,17 +45,26 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// The FMA peaks (pool's threads, one thread) of the widest instruction set, in GFLOP/s.
+/// The FMA peaks (pool's threads, one thread) of the widest instruction set, in GFLOP/s, and for the ggml
+/// arithmetic the pair-product peaks its projections are rated against.
 struct Peaks {
     isa: Isa,
     all: Option<f64>,
     one: Option<f64>,
+    pairs: Option<(Option<f64>, Option<f64>)>,
 }
 
 /// Profiles `RUNS` passes (or `runs`) of `path`'s model, with full capture or none.
-fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks, capture: bool, runs: usize) {
+fn run<T: Real>(
+    name: &str,
+    path: &Path,
+    peaks: &Peaks,
+    capture: bool,
+    runs: usize,
+    arithmetic: Arithmetic,
+) {
     let file = GgufFile::open(path).expect("model file");
-    let model = Model::<T>::load(&file).expect("supported model");
+    let model = Model::<T>::load_with(&file, arithmetic).expect("supported model");
     let ids = token_ids(model.config.vocab_size);
     let opts = ForwardOptions {
         logits_rows: 0..TOKENS,
@@ -76,15 +90,25 @@ fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks, capture: bool, runs: usi
         totals.push(profile.finish());
     }
     let wall = median(walls);
+    let show = |p: Option<f64>| p.map_or("-".into(), |p| format!("{p:.1}"));
     println!(
-        "\n{name} {}, {TOKENS} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {} threads, {} at 1",
+        "\n{name} {}, arithmetic {}, {TOKENS} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {} threads, {} at 1",
         T::NAME,
+        arithmetic.name(),
         if capture { "full capture" } else { "no capture" },
         peaks.isa,
-        peaks.all.map_or("-".into(), |p| format!("{p:.1}")),
+        show(peaks.all),
         rayon::current_num_threads(),
-        peaks.one.map_or("-".into(), |p| format!("{p:.1}")),
+        show(peaks.one),
     );
+    if let Some((all, one)) = peaks.pairs {
+        println!(
+            "projections rated against the 16-bit pair-product peak: {} GOP/s at {} threads, {} at 1",
+            show(all),
+            rayon::current_num_threads(),
+            show(one),
+        );
+    }
     println!("| step | ms | share | GFLOP/s | of peak |");
     println!("|---|---|---|---|---|");
     // Median time of every step over the runs, in `Step::ALL`'s order.
@@ -111,7 +135,23 @@ fn run<T: Real>(name: &str, path: &Path, peaks: &Peaks, capture: bool, runs: usi
             _ => secs / wall,
         };
         let rate = (flops > 0.0 && secs > 0.0).then(|| flops / secs / 1e9);
-        let peak = if thread { peaks.one } else { peaks.all };
+        let projection = matches!(
+            step,
+            Step::ProjectQ
+                | Step::ProjectK
+                | Step::ProjectV
+                | Step::ProjectO
+                | Step::ProjectGate
+                | Step::ProjectUp
+                | Step::ProjectDown
+                | Step::Logits
+                | Step::Multiply
+        );
+        let (all, one) = match peaks.pairs {
+            Some(pairs) if projection => pairs,
+            _ => (peaks.all, peaks.one),
+        };
+        let peak = if thread { one } else { all };
         println!(
             "| {} | {:.1} | {:.1}% | {} | {} |",
             step.name(),
@@ -139,14 +179,25 @@ fn main() {
     let wanted = |p: &str| filter.is_empty() || filter.iter().any(|f| f == p);
     let isa = Isa::best();
     let threads = rayon::current_num_threads();
-    for (precision, double) in [("f32", false), ("f64", true)] {
-        if !wanted(precision) {
+    for (mode, double, arithmetic) in [
+        ("f32", false, Arithmetic::Exact),
+        ("f64", true, Arithmetic::Exact),
+        ("ggml", false, Arithmetic::Ggml),
+    ] {
+        if !wanted(mode) {
             continue;
         }
+        let ggml = arithmetic == Arithmetic::Ggml;
         let peaks = Peaks {
             isa,
             all: fma_peak_gflops(isa, double, threads, PEAK_SECONDS),
             one: fma_peak_gflops(isa, double, 1, PEAK_SECONDS),
+            pairs: ggml.then(|| {
+                (
+                    pair_product_peak_gops(isa, threads, PEAK_SECONDS),
+                    pair_product_peak_gops(isa, 1, PEAK_SECONDS),
+                )
+            }),
         };
         let chosen = std::env::var_os("ROPESCOPE_BREAKDOWN_FILE").map(std::path::PathBuf::from);
         let files: Vec<(String, std::path::PathBuf)> = match &chosen {
@@ -160,13 +211,13 @@ fn main() {
         let (capture, runs) = if chosen.is_some() {
             (false, 1)
         } else {
-            (true, RUNS)
+            (!ggml, RUNS)
         };
         for (name, path) in &files {
             if double {
-                run::<f64>(name, path, &peaks, capture, runs);
+                run::<f64>(name, path, &peaks, capture, runs, arithmetic);
             } else {
-                run::<f32>(name, path, &peaks, capture, runs);
+                run::<f32>(name, path, &peaks, capture, runs, arithmetic);
             }
         }
     }

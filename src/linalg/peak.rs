@@ -3,7 +3,9 @@
 //! says little about how close a kernel runs to the hardware.
 //!
 //! Each loop keeps independent accumulators in registers (more than the FMA latency times the number of FMA
-//! units of current cores) and touches no memory, so it runs at the core's FMA throughput.
+//! units of current cores) and touches no memory, so it runs at the core's FMA throughput. The integer products
+//! of `--arithmetic ggml` have their own yardstick, [`pair_product_peak_gops`]: the same kind of loop over
+//! 16-bit pair products (`vpmaddwd`) added into 32-bit lanes, the instructions of its kernel.
 
 use super::isa::Isa;
 use std::time::Instant;
@@ -91,6 +93,53 @@ mod x86 {
     );
 }
 
+/// Register-only loops of 16-bit pair products added into 32-bit lanes (`acc ← acc + madd(a, b)`), the inner
+/// step of the integer block products (`crate::quant::int_blocks`).
+#[cfg(target_arch = "x86_64")]
+mod pairs {
+    use super::{ACC_16_REGS, ACC_32_REGS};
+    use std::arch::x86_64::*;
+
+    /// `iters` rounds of [`ACC_32_REGS`] 512-bit pair products.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX-512BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn avx512(iters: u64) -> f64 {
+        let (a, b) = (_mm512_set1_epi16(3), _mm512_set1_epi16(-2));
+        let mut acc = [_mm512_set1_epi32(1); ACC_32_REGS];
+        for _ in 0..iters {
+            for v in acc.iter_mut() {
+                *v = _mm512_add_epi32(*v, _mm512_madd_epi16(a, b));
+            }
+        }
+        acc.iter().map(|&v| _mm512_reduce_add_epi32(v) as f64).sum()
+    }
+
+    /// `iters` rounds of [`ACC_16_REGS`] 256-bit pair products.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn avx2(iters: u64) -> f64 {
+        let (a, b) = (_mm256_set1_epi16(3), _mm256_set1_epi16(-2));
+        let mut acc = [_mm256_set1_epi32(1); ACC_16_REGS];
+        for _ in 0..iters {
+            for v in acc.iter_mut() {
+                *v = _mm256_add_epi32(*v, _mm256_madd_epi16(a, b));
+            }
+        }
+        let mut sum = 0.0;
+        for v in acc {
+            let mut lanes = [0i32; 8];
+            // SAFETY: `lanes` holds one vector.
+            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
+            sum += lanes.iter().map(|&x| x as f64).sum::<f64>();
+        }
+        sum
+    }
+}
+
 #[cfg(target_arch = "aarch64")]
 mod arm {
     use super::ACC_32_REGS;
@@ -142,14 +191,44 @@ fn peak_loop(isa: Isa, double: bool) -> Option<Loop> {
     }
 }
 
+/// The pair-product loop of `isa` and the operations one of its rounds performs (two, a multiply and an add, per
+/// 16-bit product), if the instruction set has one written.
+fn pair_loop(isa: Isa) -> Option<Loop> {
+    let ops = |acc: usize, pairs: usize| (2 * 2 * acc * pairs) as f64;
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if std::arch::is_x86_feature_detected!("avx512bw") => {
+            Some((pairs::avx512, ops(ACC_32_REGS, 16)))
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => Some((pairs::avx2, ops(ACC_16_REGS, 8))),
+        _ => None,
+    }
+}
+
+/// The measured peak of 16-bit integer multiply-adds (`vpmaddwd` into 32-bit lanes) of `isa`, in billions of
+/// operations per second (two per product, as flops are counted), with `threads` threads for about `seconds`:
+/// the yardstick of `--arithmetic ggml`'s integer products. `None` where the instruction set is unavailable or
+/// no loop is written for it (NEON, portable).
+pub fn pair_product_peak_gops(isa: Isa, threads: usize, seconds: f64) -> Option<f64> {
+    if !isa.is_available() || threads == 0 {
+        return None;
+    }
+    measure(pair_loop(isa)?, threads, seconds)
+}
+
 /// The measured FMA peak of `isa` in GFLOP/s, f32 (`double = false`) or f64, with `threads` threads each
 /// running the loop for about `seconds`. `None` when `isa` is unavailable or has no FMA (the portable path).
 pub fn fma_peak_gflops(isa: Isa, double: bool, threads: usize, seconds: f64) -> Option<f64> {
     if !isa.is_available() || threads == 0 {
         return None;
     }
-    let (run, flops_per_round) = peak_loop(isa, double)?;
-    // SAFETY (both calls): `isa` is available.
+    measure(peak_loop(isa, double)?, threads, seconds)
+}
+
+/// Runs `run` on `threads` threads for about `seconds` each; billions of operations per second.
+fn measure((run, flops_per_round): Loop, threads: usize, seconds: f64) -> Option<f64> {
+    // SAFETY (both calls): the caller checked that the loop's instruction set is available.
     let calibrate = Instant::now();
     std::hint::black_box(unsafe { run(1_000_000) });
     let per_round = calibrate.elapsed().as_secs_f64() / 1e6;
@@ -162,4 +241,25 @@ pub fn fma_peak_gflops(isa: Isa, double: bool, threads: usize, seconds: f64) -> 
     });
     let elapsed = start.elapsed().as_secs_f64();
     Some(flops_per_round * rounds as f64 * threads as f64 / elapsed / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pair-product peak is measured where a loop is written for the instruction set, counts two
+    /// operations per 16-bit product, and is absent on the portable path.
+    #[test]
+    fn pair_product_peak_is_measured_where_a_loop_exists() {
+        assert_eq!(pair_product_peak_gops(Isa::Portable, 1, 0.01), None);
+        assert_eq!(pair_product_peak_gops(Isa::best(), 0, 0.01), None);
+        let has_loop = pair_loop(Isa::best()).is_some();
+        let peak = pair_product_peak_gops(Isa::best(), 1, 0.01);
+        assert_eq!(peak.is_some(), has_loop);
+        if let Some(p) = peak {
+            // At least one 16-lane product a nanosecond would be 32 GOP/s; any CPU with the loop does more
+            // than a tenth of that, and none a thousand products a cycle at 10 GHz.
+            assert!(p > 3.0 && p < 2e5, "{p} GOP/s");
+        }
+    }
 }

@@ -115,8 +115,9 @@ impl IntRows {
     /// weight row `r` goes to `out[(a − xs.start) · ld + r]`. As ggml computes them up to the order of the
     /// float32 additions: each block's integer sum kept in 16 lanes (pairs of neighbouring products), the
     /// lanes scaled by the block's float32 factor and added across blocks in float32, the min terms added in
-    /// float32 in block order, then the lanes and the min terms added in float64 and rounded once. The order
-    /// is fixed, so the bits are the same on every instruction set.
+    /// float32 in block order, then the lanes added in float64 in a fixed tree, the min terms added, and the
+    /// sum rounded once. The order is fixed, so the bits are the same on every instruction set: AVX-512BW and
+    /// AVX2 run kernels written with intrinsics, chosen at run time; other CPUs a portable one.
     pub fn dots(
         &self,
         x: &Q8Rows,
@@ -130,6 +131,28 @@ impl IntRows {
             "activations in the blocks of the weight's type"
         );
         assert!(xs.len() <= ACT_ROWS && xs.len() == x_sums.len() && xs.end * x.cols <= x.q.len());
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512bw") {
+                // SAFETY: the CPU has the instruction sets the function is compiled for.
+                unsafe {
+                    return match self.layout.kind.block_len() {
+                        32 => dots_avx512::<32>(self, x, xs, x_sums, out, ld),
+                        _ => dots_avx512::<QK_K>(self, x, xs, x_sums, out, ld),
+                    };
+                }
+            }
+            if has!("avx2") && has!("fma") {
+                // SAFETY: as above.
+                unsafe {
+                    return match self.layout.kind.block_len() {
+                        32 => dots_avx2::<32>(self, x, xs, x_sums, out, ld),
+                        _ => dots_avx2::<QK_K>(self, x, xs, x_sums, out, ld),
+                    };
+                }
+            }
+        }
         match self.layout.kind.block_len() {
             32 => dots_kernel::<32>(self, x, xs, x_sums, out, ld),
             _ => dots_kernel::<QK_K>(self, x, xs, x_sums, out, ld),
@@ -152,10 +175,58 @@ impl IntRows {
 /// Activation rows one call of [`IntRows::dots`] takes: each block of weights is loaded once for all of them.
 pub const ACT_ROWS: usize = 4;
 
-/// [`IntRows::dots`] for blocks of `LEN` values, compiled for each instruction set (the integer pair sums
-/// become `pmaddwd`); the arithmetic is the same on all.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma", "aarch64+neon"))]
+/// [`IntRows::dots`] for blocks of `LEN` values where no intrinsics are written (NEON, portable), compiled for
+/// each instruction set; the arithmetic is that of the intrinsic kernels.
+#[multiversion(targets("aarch64+neon"))]
 fn dots_kernel<const LEN: usize>(
+    w: &IntRows,
+    x: &Q8Rows,
+    xs: Range<usize>,
+    x_sums: &[Vec<i32>],
+    out: &mut [f32],
+    ld: usize,
+) {
+    all_rows::<LEN, Portable>(w, x, xs, x_sums, out, ld)
+}
+
+/// [`IntRows::dots`] with AVX-512BW's `vpmaddwd` on 32 pairs at a time. Written with intrinsics because the
+/// compiler does not vectorize the 256-value blocks' pair sums (it widens every product to 32 bits).
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn dots_avx512<const LEN: usize>(
+    w: &IntRows,
+    x: &Q8Rows,
+    xs: Range<usize>,
+    x_sums: &[Vec<i32>],
+    out: &mut [f32],
+    ld: usize,
+) {
+    all_rows::<LEN, Avx512>(w, x, xs, x_sums, out, ld)
+}
+
+/// [`IntRows::dots`] with AVX2's `vpmaddwd` on 16 pairs at a time (as [`dots_avx512`], in two halves).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dots_avx2<const LEN: usize>(
+    w: &IntRows,
+    x: &Q8Rows,
+    xs: Range<usize>,
+    x_sums: &[Vec<i32>],
+    out: &mut [f32],
+    ld: usize,
+) {
+    all_rows::<LEN, Avx2>(w, x, xs, x_sums, out, ld)
+}
+
+/// Every weight row's products with the activation rows `xs`, the integer lanes formed by `L`.
+#[inline(always)]
+fn all_rows<const LEN: usize, L: PairLanes>(
     w: &IntRows,
     x: &Q8Rows,
     xs: Range<usize>,
@@ -167,19 +238,219 @@ fn dots_kernel<const LEN: usize>(
     for r in 0..w.q.len() / w.cols {
         // Every slot takes a row of `xs` (the last one repeated where `xs` is short), so the loop over them
         // has a fixed length and its accumulators stay in registers.
-        let terms = block_terms::<LEN>(w, r, x, rows, x_sums);
+        let terms = block_terms::<LEN, L>(w, r, x, rows, x_sums);
         for i in 0..xs.len() {
             out[i * ld + r] = terms[i] as f32;
         }
     }
 }
 
+/// How a kernel forms a block's 16 integer lanes and adds them, scaled, into 16 float32 lanes: the same
+/// integers and float32 operations on every instruction set.
+trait PairLanes {
+    /// 16 float32 lanes, in registers where the instruction set has them.
+    type Acc: Copy;
+
+    /// Lanes of zeros.
+    ///
+    /// # Safety
+    /// The CPU must have the implementation's instruction set.
+    unsafe fn zero() -> Self::Acc;
+
+    /// `acc + f · lanes`, lane by lane (a float32 product, then a float32 sum), where lane `l` of the block's
+    /// integer product sums the products of values `32c + 2l` and `32c + 2l + 1` over its 32-value chunks `c`:
+    /// exact in i32 (`|c·q| ≤ 128·32`, `|qx| ≤ 128`, at most 256 values) and exact in float32 (below 2^24).
+    ///
+    /// # Safety
+    /// As [`PairLanes::zero`].
+    unsafe fn add_block<const LEN: usize>(
+        acc: Self::Acc,
+        w: &[i16; LEN],
+        x: &[i16; LEN],
+        f: f32,
+    ) -> Self::Acc;
+
+    /// The lanes' sum in float64, in a fixed tree: lanes `l` and `l + 8` first, then `l` and `l + 4`, then `l`
+    /// and `l + 2`, then the last two.
+    ///
+    /// # Safety
+    /// As [`PairLanes::zero`].
+    unsafe fn total(acc: Self::Acc) -> f64;
+}
+
+/// Plain Rust lanes.
+struct Portable;
+
+impl PairLanes for Portable {
+    type Acc = [f32; 16];
+
+    #[inline(always)]
+    unsafe fn zero() -> [f32; 16] {
+        [0.0; 16]
+    }
+
+    #[inline(always)]
+    unsafe fn add_block<const LEN: usize>(
+        mut acc: [f32; 16],
+        w: &[i16; LEN],
+        x: &[i16; LEN],
+        f: f32,
+    ) -> [f32; 16] {
+        let mut lanes = [0i32; 16];
+        for (wc, xc) in w.chunks_exact(32).zip(x.chunks_exact(32)) {
+            for (l, lane) in lanes.iter_mut().enumerate() {
+                let i = 2 * l;
+                *lane += wc[i] as i32 * xc[i] as i32 + wc[i + 1] as i32 * xc[i + 1] as i32;
+            }
+        }
+        for (a, &v) in acc.iter_mut().zip(&lanes) {
+            *a += f * v as f32;
+        }
+        acc
+    }
+
+    #[inline(always)]
+    unsafe fn total(acc: [f32; 16]) -> f64 {
+        let v = acc.map(f64::from);
+        let h8: [f64; 8] = std::array::from_fn(|l| v[l] + v[l + 8]);
+        let h4: [f64; 4] = std::array::from_fn(|l| h8[l] + h8[l + 4]);
+        (h4[0] + h4[2]) + (h4[1] + h4[3])
+    }
+}
+
+/// AVX-512BW lanes: one `vpmaddwd` per 32-value chunk, the float32 lanes one vector.
+#[cfg(target_arch = "x86_64")]
+struct Avx512;
+
+#[cfg(target_arch = "x86_64")]
+impl PairLanes for Avx512 {
+    type Acc = std::arch::x86_64::__m512;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self::Acc {
+        // SAFETY: the caller's CPU has AVX-512F.
+        unsafe { std::arch::x86_64::_mm512_setzero_ps() }
+    }
+
+    #[inline(always)]
+    unsafe fn add_block<const LEN: usize>(
+        acc: Self::Acc,
+        w: &[i16; LEN],
+        x: &[i16; LEN],
+        f: f32,
+    ) -> Self::Acc {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's CPU has AVX-512F and BW; chunk `c` of 32 i16 values lies inside both blocks.
+        unsafe {
+            let mut sum = _mm512_setzero_si512();
+            for c in 0..LEN / 32 {
+                let a = _mm512_loadu_si512(w.as_ptr().add(32 * c).cast());
+                let b = _mm512_loadu_si512(x.as_ptr().add(32 * c).cast());
+                sum = _mm512_add_epi32(sum, _mm512_madd_epi16(a, b));
+            }
+            _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(f), _mm512_cvtepi32_ps(sum)))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn total(acc: Self::Acc) -> f64 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's CPU has AVX-512F.
+        unsafe {
+            let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(acc));
+            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+            let h8 = _mm512_add_pd(lo, _mm512_cvtps_pd(hi));
+            let h4 = _mm256_add_pd(
+                _mm512_castpd512_pd256(h8),
+                _mm512_extractf64x4_pd(h8, 1),
+            );
+            last_two(h4)
+        }
+    }
+}
+
+/// AVX2 lanes: two `vpmaddwd` per 32-value chunk, for lanes 0–7 and 8–15.
+#[cfg(target_arch = "x86_64")]
+struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl PairLanes for Avx2 {
+    type Acc = [std::arch::x86_64::__m256; 2];
+
+    #[inline(always)]
+    unsafe fn zero() -> Self::Acc {
+        // SAFETY: the caller's CPU has AVX.
+        unsafe { [std::arch::x86_64::_mm256_setzero_ps(); 2] }
+    }
+
+    #[inline(always)]
+    unsafe fn add_block<const LEN: usize>(
+        [lo, hi]: Self::Acc,
+        w: &[i16; LEN],
+        x: &[i16; LEN],
+        f: f32,
+    ) -> Self::Acc {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's CPU has AVX2; chunk `c` of 32 i16 values, read in two halves, lies inside both
+        // blocks.
+        unsafe {
+            let (mut slo, mut shi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            for c in 0..LEN / 32 {
+                let wl = _mm256_loadu_si256(w.as_ptr().add(32 * c).cast());
+                let wh = _mm256_loadu_si256(w.as_ptr().add(32 * c + 16).cast());
+                let xl = _mm256_loadu_si256(x.as_ptr().add(32 * c).cast());
+                let xh = _mm256_loadu_si256(x.as_ptr().add(32 * c + 16).cast());
+                slo = _mm256_add_epi32(slo, _mm256_madd_epi16(wl, xl));
+                shi = _mm256_add_epi32(shi, _mm256_madd_epi16(wh, xh));
+            }
+            let f = _mm256_set1_ps(f);
+            [
+                _mm256_add_ps(lo, _mm256_mul_ps(f, _mm256_cvtepi32_ps(slo))),
+                _mm256_add_ps(hi, _mm256_mul_ps(f, _mm256_cvtepi32_ps(shi))),
+            ]
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn total([lo, hi]: Self::Acc) -> f64 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's CPU has AVX.
+        unsafe {
+            // Lanes 0–3 and 4–7 of `lo` meet lanes 8–11 and 12–15 of `hi`.
+            let a = _mm256_add_pd(
+                _mm256_cvtps_pd(_mm256_castps256_ps128(lo)),
+                _mm256_cvtps_pd(_mm256_castps256_ps128(hi)),
+            );
+            let b = _mm256_add_pd(
+                _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1)),
+                _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1)),
+            );
+            last_two(_mm256_add_pd(a, b))
+        }
+    }
+}
+
+/// The last two steps of [`PairLanes::total`]'s tree on four float64 lanes: `(0 + 2) + (1 + 3)`.
+///
+/// # Safety
+/// The CPU must have AVX.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn last_two(h4: std::arch::x86_64::__m256d) -> f64 {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's CPU has AVX.
+    unsafe {
+        let h2 = _mm_add_pd(_mm256_castpd256_pd128(h4), _mm256_extractf128_pd(h4, 1));
+        _mm_cvtsd_f64(h2) + _mm_cvtsd_f64(_mm_unpackhi_pd(h2, h2))
+    }
+}
+
 /// For weight row `r` and the activation rows `rows` (sub-block sums `x_sums`, by slot):
 /// `Σ_blocks fl(D·d) · (block's integer sum)`, kept in 16 float32 lanes across blocks, plus the min terms
 /// (`fl(M·s)` or `−fl(d·M)·Σ_g m_g·Σ_g qx` per block), added in float32 in block order as ggml adds them;
-/// lanes and min terms added in float64 at the end.
+/// the lanes' float64 total ([`PairLanes::total`]) plus the min terms at the end.
 #[inline(always)]
-fn block_terms<const LEN: usize>(
+fn block_terms<const LEN: usize, L: PairLanes>(
     w: &IntRows,
     r: usize,
     x: &Q8Rows,
@@ -194,7 +465,8 @@ fn block_terms<const LEN: usize>(
     let xq: [&[i16]; ACT_ROWS] = rows.map(|a| &x.q[a * cols..(a + 1) * cols]);
     let xd: [&[f32]; ACT_ROWS] = rows.map(|a| &x.d[a * n_blocks..(a + 1) * n_blocks]);
     let sums: [&[i32]; ACT_ROWS] = std::array::from_fn(|i| x_sums[rows[i] - rows[0]].as_slice());
-    let mut acc = [[0.0f32; 16]; ACT_ROWS];
+    // SAFETY (here and below): `L`'s instruction set was detected before the kernel was chosen.
+    let mut acc = [unsafe { L::zero() }; ACT_ROWS];
     // The blocks' float32 factors `fl(D·d)` are formed a run of blocks at a time, so that the loop below
     // multiplies by them from memory.
     const RUN: usize = 64;
@@ -210,53 +482,42 @@ fn block_terms<const LEN: usize>(
             let wb: &[i16; LEN] = wr[b * LEN..(b + 1) * LEN].try_into().expect("a block");
             for i in 0..ACT_ROWS {
                 let xb: &[i16; LEN] = xq[i][b * LEN..(b + 1) * LEN].try_into().expect("a block");
-                let lanes = pair_lanes(wb, xb);
-                let f = factors[i][b - start];
-                for (a, &v) in acc[i].iter_mut().zip(&lanes) {
-                    *a += f * v as f32;
-                }
+                acc[i] = unsafe { L::add_block(acc[i], wb, xb, factors[i][b - start]) };
             }
         }
     }
-    // The min terms in a second pass, so that the loop above holds nothing but the block products.
+    // The min terms in a second pass, so that the loop above holds nothing but the block products; block by
+    // block, each activation row's sum in block order (the rows' sums are independent, so their additions
+    // overlap).
     let mut mins_acc = [0.0f32; ACT_ROWS];
     match w.layout.offset {
         Offset::None => {}
         Offset::Block => {
-            for (i, m) in mins_acc.iter_mut().enumerate() {
-                let s = &x.s[rows[i] * n_blocks..(rows[i] + 1) * n_blocks];
-                for (&[_, mw], &s) in dm.iter().zip(s) {
-                    *m += mw * s;
+            let s: [&[f32]; ACT_ROWS] = rows.map(|a| &x.s[a * n_blocks..(a + 1) * n_blocks]);
+            for (b, &[_, mw]) in dm.iter().enumerate() {
+                for (m, s) in mins_acc.iter_mut().zip(&s) {
+                    *m += mw * s[b];
                 }
             }
         }
         Offset::SubBlocks => {
             let mins = &w.mins[r * n_blocks * groups..(r + 1) * n_blocks * groups];
-            for (i, m) in mins_acc.iter_mut().enumerate() {
-                let per_block = mins.chunks_exact(groups).zip(sums[i].chunks_exact(groups));
-                for ((mn, s), (&[_, mw], &dx)) in per_block.zip(dm.iter().zip(xd[i])) {
+            for (b, (mn, &[_, mw])) in mins.chunks_exact(groups).zip(dm).enumerate() {
+                for ((m, sums), xd) in mins_acc.iter_mut().zip(&sums).zip(&xd) {
+                    let s = &sums[b * groups..(b + 1) * groups];
                     let s2: i32 = mn.iter().zip(s).map(|(&m, &s)| m as i32 * s).sum();
-                    *m -= (dx * mw) * s2 as f32;
+                    *m -= (xd[b] * mw) * s2 as f32;
                 }
             }
         }
     }
-    std::array::from_fn(|i| acc[i].iter().map(|&v| v as f64).sum::<f64>() + mins_acc[i] as f64)
-}
-
-/// The 16 lanes of a block's integer dot product: lane `l` sums the products of values `32c + 2l` and
-/// `32c + 2l + 1` over the block's 32-value chunks `c`. Exact in i32 (`|c·q| ≤ 128·32`, `|qx| ≤ 128`, at most
-/// 256 values).
-#[inline(always)]
-fn pair_lanes<const LEN: usize>(w: &[i16; LEN], x: &[i16; LEN]) -> [i32; 16] {
-    let mut lanes = [0i32; 16];
-    for (wc, xc) in w.chunks_exact(32).zip(x.chunks_exact(32)) {
-        for (l, lane) in lanes.iter_mut().enumerate() {
-            let i = 2 * l;
-            *lane += wc[i] as i32 * xc[i] as i32 + wc[i + 1] as i32 * xc[i + 1] as i32;
-        }
+    // A loop, not a closure: a closure does not inherit the kernel's instruction sets, so the intrinsics
+    // inside `total` would become calls.
+    let mut terms = [0.0f64; ACT_ROWS];
+    for i in 0..ACT_ROWS {
+        terms[i] = unsafe { L::total(acc[i]) } + mins_acc[i] as f64;
     }
-    lanes
+    terms
 }
 
 /// Decodes one block of `ty` into `q` (sub-block scales folded in) and `mins`; returns `[D, M]`.
@@ -426,6 +687,50 @@ mod tests {
                 assert!(
                     (v - want as f64).abs() <= tol,
                     "{ty} value {i}: {v} against {want}"
+                );
+            }
+        }
+    }
+
+    /// The intrinsic kernels compute the portable kernel's integer lanes and float32 steps: the same bits, for
+    /// every type, a short last group of activation rows included.
+    #[test]
+    fn every_instruction_set_gives_the_portable_bits() {
+        for ty in TYPES {
+            let (layout, w, _) = decoded(ty, 5, 11);
+            let x: Vec<f32> = (0..3 * COLS)
+                .map(|i| ((i * 104_729 % 997) as f32 - 498.0) / 37.0)
+                .collect();
+            let xq = Q8Rows::quantize(&x, COLS, layout.kind, Q8Rounding::X86);
+            let sums: Vec<Vec<i32>> = (0..3).map(|a| IntRows::sub_block_sums(layout, &xq, a)).collect();
+            let len = layout.kind.block_len();
+            let portable = |out: &mut [f32]| match len {
+                32 => all_rows::<32, Portable>(&w, &xq, 0..3, &sums, out, 5),
+                _ => all_rows::<QK_K, Portable>(&w, &xq, 0..3, &sums, out, 5),
+            };
+            let mut want = vec![0.0f32; 15];
+            portable(&mut want);
+            let mut got = vec![0.0f32; 15];
+            w.dots(&xq, 0..3, &sums, &mut got, 5);
+            assert_eq!(
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{ty}: the detected kernel against the portable one"
+            );
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                let mut avx2 = vec![0.0f32; 15];
+                // SAFETY: AVX2 and FMA were detected.
+                unsafe {
+                    match len {
+                        32 => dots_avx2::<32>(&w, &xq, 0..3, &sums, &mut avx2, 5),
+                        _ => dots_avx2::<QK_K>(&w, &xq, 0..3, &sums, &mut avx2, 5),
+                    }
+                }
+                assert_eq!(
+                    avx2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{ty}: AVX2 against portable"
                 );
             }
         }
