@@ -131,32 +131,12 @@ impl IntRows {
             "activations in the blocks of the weight's type"
         );
         assert!(xs.len() <= ACT_ROWS && xs.len() == x_sums.len() && xs.end * x.cols <= x.q.len());
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx512f") && has!("avx512bw") {
-                // SAFETY: the CPU has the instruction sets the function is compiled for.
-                unsafe {
-                    return match self.layout.kind.block_len() {
-                        32 => dots_avx512::<32>(self, x, xs, x_sums, out, ld),
-                        _ => dots_avx512::<QK_K>(self, x, xs, x_sums, out, ld),
-                    };
-                }
-            }
-            if has!("avx2") && has!("fma") {
-                // SAFETY: as above.
-                unsafe {
-                    return match self.layout.kind.block_len() {
-                        32 => dots_avx2::<32>(self, x, xs, x_sums, out, ld),
-                        _ => dots_avx2::<QK_K>(self, x, xs, x_sums, out, ld),
-                    };
-                }
-            }
-        }
-        match self.layout.kind.block_len() {
-            32 => dots_kernel::<32>(self, x, xs, x_sums, out, ld),
-            _ => dots_kernel::<QK_K>(self, x, xs, x_sums, out, ld),
-        }
+        let kernel = match self.layout.kind.block_len() {
+            32 => kernel::<32>(),
+            _ => kernel::<QK_K>(),
+        };
+        // SAFETY: `kernel` returns only kernels whose instruction sets the CPU has.
+        unsafe { kernel(self, x, xs, x_sums, out, ld) }
     }
 
     /// The sums of row `a`'s quants over this layout's sub-blocks (what Q8_K keeps as `bsums`), for
@@ -175,10 +155,29 @@ impl IntRows {
 /// Activation rows one call of [`IntRows::dots`] takes: each block of weights is loaded once for all of them.
 pub const ACT_ROWS: usize = 4;
 
+/// A kernel of [`IntRows::dots`]: weight rows, activations, the activation rows, their sub-block sums, output
+/// and its row stride.
+type Kernel = unsafe fn(&IntRows, &Q8Rows, Range<usize>, &[Vec<i32>], &mut [f32], usize);
+
+/// The fastest kernel for blocks of `LEN` values the CPU runs (detected at run time).
+fn kernel<const LEN: usize>() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("avx512bw") {
+            return dots_avx512::<LEN>;
+        }
+        if has!("avx2") && has!("fma") {
+            return dots_avx2::<LEN>;
+        }
+    }
+    dots_portable::<LEN>
+}
+
 /// [`IntRows::dots`] for blocks of `LEN` values where no intrinsics are written (NEON, portable), compiled for
 /// each instruction set; the arithmetic is that of the intrinsic kernels.
 #[multiversion(targets("aarch64+neon"))]
-fn dots_kernel<const LEN: usize>(
+fn dots_portable<const LEN: usize>(
     w: &IntRows,
     x: &Q8Rows,
     xs: Range<usize>,
@@ -189,40 +188,41 @@ fn dots_kernel<const LEN: usize>(
     all_rows::<LEN, Portable>(w, x, xs, x_sums, out, ld)
 }
 
-/// [`IntRows::dots`] with AVX-512BW's `vpmaddwd` on 32 pairs at a time. Written with intrinsics because the
-/// compiler does not vectorize the 256-value blocks' pair sums (it widens every product to 32 bits).
-///
-/// # Safety
-/// The CPU must have AVX-512F and AVX-512BW.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn dots_avx512<const LEN: usize>(
-    w: &IntRows,
-    x: &Q8Rows,
-    xs: Range<usize>,
-    x_sums: &[Vec<i32>],
-    out: &mut [f32],
-    ld: usize,
-) {
-    all_rows::<LEN, Avx512>(w, x, xs, x_sums, out, ld)
+/// An x86 kernel of [`IntRows::dots`] compiled for `$features`, its lanes formed by `$lanes`.
+macro_rules! x86_kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $lanes:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The CPU must have the instruction sets the function is compiled for.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const LEN: usize>(
+            w: &IntRows,
+            x: &Q8Rows,
+            xs: Range<usize>,
+            x_sums: &[Vec<i32>],
+            out: &mut [f32],
+            ld: usize,
+        ) {
+            all_rows::<LEN, $lanes>(w, x, xs, x_sums, out, ld)
+        }
+    };
 }
 
-/// [`IntRows::dots`] with AVX2's `vpmaddwd` on 16 pairs at a time (as [`dots_avx512`], in two halves).
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dots_avx2<const LEN: usize>(
-    w: &IntRows,
-    x: &Q8Rows,
-    xs: Range<usize>,
-    x_sums: &[Vec<i32>],
-    out: &mut [f32],
-    ld: usize,
-) {
-    all_rows::<LEN, Avx2>(w, x, xs, x_sums, out, ld)
-}
+x86_kernel!(
+    /// [`IntRows::dots`] with AVX-512BW's `vpmaddwd` on 32 pairs at a time. Written with intrinsics because
+    /// the compiler does not vectorize the 256-value blocks' pair sums (it widens every product to 32 bits).
+    dots_avx512,
+    "avx512f,avx512bw",
+    Avx512
+);
+x86_kernel!(
+    /// [`IntRows::dots`] with AVX2's `vpmaddwd` on 16 pairs at a time (as [`dots_avx512`], in two halves).
+    dots_avx2,
+    "avx2,fma",
+    Avx2
+);
 
 /// Every weight row's products with the activation rows `xs`, the integer lanes formed by `L`.
 #[inline(always)]
@@ -703,35 +703,31 @@ mod tests {
                 .collect();
             let xq = Q8Rows::quantize(&x, COLS, layout.kind, Q8Rounding::X86);
             let sums: Vec<Vec<i32>> = (0..3).map(|a| IntRows::sub_block_sums(layout, &xq, a)).collect();
-            let len = layout.kind.block_len();
-            let portable = |out: &mut [f32]| match len {
-                32 => all_rows::<32, Portable>(&w, &xq, 0..3, &sums, out, 5),
-                _ => all_rows::<QK_K, Portable>(&w, &xq, 0..3, &sums, out, 5),
+            let run = |kernel: Kernel| {
+                let mut out = vec![0.0f32; 15];
+                // SAFETY: only kernels whose instruction sets were detected are run.
+                unsafe { kernel(&w, &xq, 0..3, &sums, &mut out, 5) };
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
             };
-            let mut want = vec![0.0f32; 15];
-            portable(&mut want);
-            let mut got = vec![0.0f32; 15];
-            w.dots(&xq, 0..3, &sums, &mut got, 5);
-            assert_eq!(
-                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                "{ty}: the detected kernel against the portable one"
-            );
+            let pick = |k32: Kernel, k256: Kernel| match layout.kind.block_len() {
+                32 => k32,
+                _ => k256,
+            };
+            let want = run(pick(dots_portable::<32>, dots_portable::<QK_K>));
+            #[allow(unused_mut)] // only x86 has intrinsic kernels
+            let mut kernels = vec![("detected", pick(kernel::<32>(), kernel::<QK_K>()))];
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                let mut avx2 = vec![0.0f32; 15];
-                // SAFETY: AVX2 and FMA were detected.
-                unsafe {
-                    match len {
-                        32 => dots_avx2::<32>(&w, &xq, 0..3, &sums, &mut avx2, 5),
-                        _ => dots_avx2::<QK_K>(&w, &xq, 0..3, &sums, &mut avx2, 5),
-                    }
+            {
+                use std::arch::is_x86_feature_detected as has;
+                if has!("avx512f") && has!("avx512bw") {
+                    kernels.push(("AVX-512", pick(dots_avx512::<32>, dots_avx512::<QK_K>)));
                 }
-                assert_eq!(
-                    avx2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "{ty}: AVX2 against portable"
-                );
+                if has!("avx2") && has!("fma") {
+                    kernels.push(("AVX2", pick(dots_avx2::<32>, dots_avx2::<QK_K>)));
+                }
+            }
+            for (name, kernel) in kernels {
+                assert_eq!(run(kernel), want, "{ty}: {name} against the portable kernel");
             }
         }
     }
