@@ -13,7 +13,10 @@
 #
 # The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched). Its target
 # directory, ~/.cache/ropescope/mutants/target (ROPESCOPE_CACHE overrides the root), is shared by every run, so
-# only the first builds the dependencies; results go to a directory per area and shard beside it. `train` and the other
+# only the first builds the dependencies; results go to a directory per area and shard beside it, one `part-N/`
+# per run. A shard is resumable: a second run of the same shard lists the shard's mutants and tests only those no
+# earlier part has run (matched by their full names, file, line, column and change, so a part counts only while
+# the mutated files are unchanged). `train` and the other
 # crate-private modules are declared through `internal_mod!` in src/lib.rs, which cargo-mutants does not expand,
 # so the copy's declarations are first written out as plain `pub mod` lines (the tests build with the
 # `internals` feature, where they are public anyway). Results: mutants.out/ in that cache directory; the
@@ -27,6 +30,8 @@ modules=("${@:3}")
 # The test targets each area's mutants are judged by; given to the build too, so that a mutant rebuilds only them.
 # The slow tests (`#[ignore = "slow: …"]`, the training claims among them) judge mutants too: the test binaries
 # get --include-ignored.
+# The tests run under nextest, which stops a mutant's run at its first failing test (`--max-fail=1:immediate`);
+# cargo test would finish every test of the failing binary first.
 case "$area" in
     theory) tests=('--cargo-arg=--test=theory') ;;
     analysis) tests=('--cargo-arg=--test=theory' '--cargo-arg=--test=scan' --cargo-arg=--lib) ;;
@@ -34,6 +39,7 @@ case "$area" in
     *) echo "unknown area '$area': theory, analysis or train" >&2; exit 2 ;;
 esac
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install --locked cargo-mutants" >&2; exit 2; }
+command -v cargo-nextest >/dev/null || { echo "cargo-nextest is not installed: cargo install --locked cargo-nextest" >&2; exit 2; }
 
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 mutants="${ROPESCOPE_CACHE:-$HOME/.cache/ropescope}/mutants"
@@ -66,11 +72,36 @@ open(path, "w").write(text)
 EOF
 
 cd "$copy"
+select=(--shard "$shard" --sharding round-robin)
+if compgen -G "$cache/part-*/mutants.out/outcomes.json" >/dev/null; then
+    # Resume: the shard's mutants that no earlier run of the area ran (this shard's or another's), as one regular
+    # expression of their escaped full names. (cargo-mutants applies no name filter to its struct-field deletions:
+    # those of the named files run again.)
+    cargo mutants --list "${files[@]}" "${select[@]}" > "$cache/shard.txt"
+    parts=("$mutants/$area"-*/part-*/mutants.out/outcomes.json)
+    pattern="$(python3 - "$cache/shard.txt" "${parts[@]}" <<'EOF'
+import json, re, sys
+shard = [line.rstrip("\n") for line in open(sys.argv[1]) if line.strip()]
+done = set()
+for path in sys.argv[2:]:
+    for o in json.load(open(path))["outcomes"]:
+        if isinstance(o["scenario"], dict):
+            done.add(o["scenario"]["Mutant"]["name"])
+left = [name for name in shard if name not in done]
+print(f"{len(shard) - len(left)} of the shard's {len(shard)} mutants already run", file=sys.stderr)
+print("|".join(f"^{re.escape(name)}$" for name in left))
+EOF
+)"
+    [[ -n "$pattern" ]] || { echo "every mutant of shard $shard has run: $cache"; exit 0; }
+    select=(--re "$pattern")
+fi
+out="$cache/part-$(( $(find "$cache" -maxdepth 1 -name 'part-*' | wc -l) + 1 ))"
+mkdir -p "$out"
 status=0
-CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place "${files[@]}" \
-    --shard "$shard" --sharding round-robin -o "$cache" "${tests[@]}" -- -- --include-ignored || status=$?
-echo "mutants.out: $cache/mutants.out"
+CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place "${files[@]}" "${select[@]}" -o "$out" \
+    --test-tool=nextest "${tests[@]}" -- --max-fail=1:immediate --run-ignored=all || status=$?
+echo "mutants.out: $out/mutants.out"
 echo "survivors:"
-cat "$cache/mutants.out/missed.txt"
+cat "$out/mutants.out/missed.txt"
 # cargo-mutants exits 2 when mutants survive and 3 on timeouts: the lists above are the result.
 exit "$status"
