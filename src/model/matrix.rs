@@ -19,7 +19,7 @@ use crate::gguf::TensorData;
 use crate::linalg::{matmul_transb_tiles, weight_tiles};
 use crate::numeric::Real;
 use crate::profile::{count_flops, time, Step};
-use crate::quant::int_blocks::{IntLayout, IntRows, ACT_ROWS};
+use crate::quant::int_blocks::{Activations, IntLayout, IntRows, ACT_ROWS};
 use crate::quant::q8::{Q8Rounding, Q8Rows};
 use crate::quant::{Dequantizer, GgmlType};
 use rayon::prelude::*;
@@ -194,9 +194,7 @@ impl WeightMatrix {
         let xq = time(Step::Dequantize, || {
             Q8Rows::quantize(x, cols, layout.kind(), Q8Rounding::native())
         });
-        let sums: Vec<Vec<i32>> = (0..n)
-            .map(|a| IntRows::sub_block_sums(layout, &xq, a))
-            .collect();
+        let acts = Activations::new(layout, &xq);
         let bytes = self.data.bytes();
         let parts: Vec<(std::ops::Range<usize>, Vec<f32>)> = weight_tiles(rows)
             .into_par_iter()
@@ -214,7 +212,7 @@ impl WeightMatrix {
                         for a in (0..n).step_by(ACT_ROWS) {
                             let xs = a..(a + ACT_ROWS).min(n);
                             let at = a * ld + start - tile.start;
-                            w.dots(&xq, xs.clone(), &sums[xs], &mut out[at..], ld);
+                            w.dots(&acts, xs, &mut out[at..], ld);
                         }
                     });
                 }
