@@ -15,9 +15,9 @@
 //! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32`, `-- f64` or `-- ggml` for one mode;
 //! threads: `RAYON_NUM_THREADS`, default every core). `ggml` is the f32 pass with `--arithmetic ggml`, without
 //! capture (the logits-only pass the peer comparison times against llama.cpp): its projections are integer
-//! products, rated against the machine's measured 16-bit pair-product peak
-//! (`ropescope::linalg::peak::pair_product_peak_gops`, in operations per second, two per product) instead of
-//! the FMA peak. `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one
+//! products, rated against the machine's measured byte-product peak where it has one
+//! (`ropescope::linalg::peak::byte_product_peak_gops`, AVX-512 VNNI), else its 16-bit pair-product peak
+//! (`pair_product_peak_gops`), in operations per second, two per product, instead of the FMA peak. `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one
 //! pass without capture (logits of every position), e.g. the mixtures of experts of `benches/scale.sh`.
 
 #[path = "support/models.rs"]
@@ -26,7 +26,7 @@ mod models;
 use models::{cached, token_ids, MODELS, TOKENS};
 use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
-use ropescope::linalg::peak::{fma_peak_gflops, pair_product_peak_gops};
+use ropescope::linalg::peak::{byte_product_peak_gops, fma_peak_gflops, pair_product_peak_gops};
 use ropescope::linalg::Isa;
 use ropescope::model::{Arithmetic, ForwardOptions, Model};
 use ropescope::numeric::Real;
@@ -46,12 +46,14 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// The FMA peaks (pool's threads, one thread) of the widest instruction set, in GFLOP/s, and for the ggml
-/// arithmetic the pair-product peaks its projections are rated against.
+/// arithmetic the pair-product and byte-product peaks: its projections are rated against the byte-product peak
+/// where the machine has one (the faster of the two), else the pair-product peak.
 struct Peaks {
     isa: Isa,
     all: Option<f64>,
     one: Option<f64>,
     pairs: Option<(Option<f64>, Option<f64>)>,
+    bytes: Option<(Option<f64>, Option<f64>)>,
 }
 
 /// Profiles `RUNS` passes (or `runs`) of `path`'s model, with full capture or none.
@@ -103,11 +105,26 @@ fn run<T: Real>(
     );
     if let Some((all, one)) = peaks.pairs {
         println!(
-            "projections rated against the 16-bit pair-product peak: {} GOP/s at {} threads, {} at 1",
+            "16-bit pair-product peak: {} GOP/s at {} threads, {} at 1",
             show(all),
             rayon::current_num_threads(),
             show(one),
         );
+    }
+    if let Some((all, one)) = peaks.bytes {
+        println!(
+            "byte-product peak: {} GOP/s at {} threads, {} at 1",
+            show(all),
+            rayon::current_num_threads(),
+            show(one),
+        );
+    }
+    let integer = match peaks.bytes {
+        Some(bytes @ (Some(_), _)) => Some(("byte", bytes)),
+        _ => peaks.pairs.map(|p| ("pair", p)),
+    };
+    if let Some((kind, _)) = integer {
+        println!("projections rated against the {kind}-product peak");
     }
     println!("| step | ms | share | GFLOP/s | of peak |");
     println!("|---|---|---|---|---|");
@@ -147,8 +164,8 @@ fn run<T: Real>(
                 | Step::Logits
                 | Step::Multiply
         );
-        let (all, one) = match peaks.pairs {
-            Some(pairs) if projection => pairs,
+        let (all, one) = match integer {
+            Some((_, peak)) if projection => peak,
             _ => (peaks.all, peaks.one),
         };
         let peak = if thread { one } else { all };
@@ -196,6 +213,12 @@ fn main() {
                 (
                     pair_product_peak_gops(isa, threads, PEAK_SECONDS),
                     pair_product_peak_gops(isa, 1, PEAK_SECONDS),
+                )
+            }),
+            bytes: ggml.then(|| {
+                (
+                    byte_product_peak_gops(isa, threads, PEAK_SECONDS),
+                    byte_product_peak_gops(isa, 1, PEAK_SECONDS),
                 )
             }),
         };

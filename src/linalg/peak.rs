@@ -4,8 +4,10 @@
 //!
 //! Each loop keeps independent accumulators in registers (more than the FMA latency times the number of FMA
 //! units of current cores) and touches no memory, so it runs at the core's FMA throughput. The integer products
-//! of `--arithmetic ggml` have their own yardstick, [`pair_product_peak_gops`]: the same kind of loop over
-//! 16-bit pair products (`vpmaddwd`) added into 32-bit lanes, the instructions of its kernel.
+//! of `--arithmetic ggml` have their own yardsticks, the same kind of loop over the instructions of their
+//! kernels: [`pair_product_peak_gops`], 16-bit pair products (`vpmaddwd`) added into 32-bit lanes (the
+//! K-quants), and [`byte_product_peak_gops`], byte products added four at a time (`vpdpbusd`, the 32-value
+//! blocks).
 
 use super::isa::Isa;
 use std::time::Instant;
@@ -140,6 +142,34 @@ mod pairs {
     }
 }
 
+/// Register-only loops of byte products added four at a time into 32-bit lanes (`acc ← acc + dpbusd(a, b)`),
+/// the inner step of the 32-value blocks' integer products (`crate::quant::int_blocks`).
+#[cfg(target_arch = "x86_64")]
+mod bytes {
+    use super::ACC_32_REGS;
+    use std::arch::x86_64::*;
+
+    /// `iters` rounds of [`ACC_32_REGS`] 512-bit byte products (64 products each).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F, AVX-512BW and AVX-512 VNNI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn avx512_vnni(iters: u64) -> f64 {
+        let (a, b) = (_mm512_set1_epi8(3), _mm512_set1_epi8(-2));
+        let mut acc = [_mm512_set1_epi32(1); ACC_32_REGS];
+        for _ in 0..iters {
+            for v in acc.iter_mut() {
+                *v = _mm512_dpbusd_epi32(*v, a, b);
+            }
+        }
+        let mut sum = 0.0;
+        for v in acc {
+            sum += _mm512_reduce_add_epi32(v) as f64;
+        }
+        sum
+    }
+}
+
 #[cfg(target_arch = "aarch64")]
 mod arm {
     use super::ACC_32_REGS;
@@ -206,6 +236,33 @@ fn pair_loop(isa: Isa) -> Option<Loop> {
     }
 }
 
+/// The byte-product loop of `isa` and the operations one of its rounds performs (two per product), if the
+/// instruction set has one written.
+fn byte_loop(isa: Isa) -> Option<Loop> {
+    let ops = |acc: usize, products: usize| (2 * acc * products) as f64;
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512
+            if std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vnni") =>
+        {
+            Some((bytes::avx512_vnni, ops(ACC_32_REGS, 64)))
+        }
+        _ => None,
+    }
+}
+
+/// The measured peak of byte multiply-adds (`vpdpbusd`, four products into each 32-bit lane) of `isa`, in
+/// billions of operations per second (two per product), with `threads` threads for about `seconds`: the
+/// yardstick of the 32-value blocks' products. `None` where the instruction set is unavailable or no loop is
+/// written for it (AVX-512 without VNNI, AVX2, NEON, portable).
+pub fn byte_product_peak_gops(isa: Isa, threads: usize, seconds: f64) -> Option<f64> {
+    if !isa.is_available() || threads == 0 {
+        return None;
+    }
+    measure(byte_loop(isa)?, threads, seconds)
+}
+
 /// The measured peak of 16-bit integer multiply-adds (`vpmaddwd` into 32-bit lanes) of `isa`, in billions of
 /// operations per second (two per product, as flops are counted), with `threads` threads for about `seconds`:
 /// the yardstick of `--arithmetic ggml`'s integer products. `None` where the instruction set is unavailable or
@@ -260,6 +317,21 @@ mod tests {
             // At least one 16-lane product a nanosecond would be 32 GOP/s; any CPU with the loop does more
             // than a tenth of that, and none a thousand products a cycle at 10 GHz.
             assert!(p > 3.0 && p < 2e5, "{p} GOP/s");
+        }
+    }
+
+    /// Likewise the byte-product peak, which counts two operations per byte product.
+    #[test]
+    fn byte_product_peak_is_measured_where_a_loop_exists() {
+        assert_eq!(byte_product_peak_gops(Isa::Portable, 1, 0.01), None);
+        assert_eq!(byte_product_peak_gops(Isa::best(), 0, 0.01), None);
+        let has_loop = byte_loop(Isa::best()).is_some();
+        let peak = byte_product_peak_gops(Isa::best(), 1, 0.01);
+        assert_eq!(peak.is_some(), has_loop);
+        if let Some(p) = peak {
+            // A 64-product instruction a nanosecond would be 128 GOP/s; any CPU with VNNI does more than a
+            // tenth of that, and none a thousand products a cycle at 10 GHz.
+            assert!(p > 12.0 && p < 2e5, "{p} GOP/s");
         }
     }
 }
