@@ -121,11 +121,12 @@ impl IntRows {
         let len = layout.kind.block_len();
         let block_bytes = layout.ty.type_size();
         let blocks = bytes.len() / block_bytes;
-        assert!(cols > 0 && cols.is_multiple_of(len));
+        assert!(cols.is_multiple_of(len));
         assert_eq!(blocks * block_bytes, bytes.len());
         let mut out = IntRows {
             layout,
-            rows: blocks * len / cols,
+            // Rows of no columns hold no blocks: their products are the empty sum, which the caller's zeros are.
+            rows: (blocks * len).checked_div(cols).unwrap_or(0),
             cols,
             q: vec![0; if layout.bytes() { 0 } else { blocks * len }],
             bytes: vec![0; if layout.bytes() { blocks * len } else { 0 }],
