@@ -43,6 +43,42 @@ macro_rules! x86_kernel {
     };
 }
 
+/// A block length's kernel choice from its x86 kernels `($label, [$feature…], $kernel)`, fastest first, and its
+/// `portable` kernel: `kernel()`, the first whose instruction sets the CPU has (detected at run time), else the
+/// portable one; and for the tests `kernels()`, every kernel the CPU runs by name, the portable one first.
+macro_rules! kernel_choice {
+    ($(($label:literal, [$($feature:tt),+], $kernel:ident)),+) => {
+        /// The fastest kernel the CPU runs (detected at run time).
+        pub(super) fn kernel() -> Kernel {
+            #[cfg(target_arch = "x86_64")]
+            {
+                $(
+                    if true $(&& std::arch::is_x86_feature_detected!($feature))+ {
+                        return $kernel;
+                    }
+                )+
+            }
+            portable
+        }
+
+        /// Every kernel the CPU runs, by name, the portable one first.
+        #[cfg(test)]
+        pub(super) fn kernels() -> Vec<(&'static str, Kernel)> {
+            #[allow(unused_mut)] // only x86 has intrinsic kernels
+            let mut out: Vec<(&'static str, Kernel)> = vec![("portable", portable)];
+            #[cfg(target_arch = "x86_64")]
+            {
+                $(
+                    if true $(&& std::arch::is_x86_feature_detected!($feature))+ {
+                        out.push(($label, $kernel));
+                    }
+                )+
+            }
+            out
+        }
+    };
+}
+
 mod lanes;
 mod pairs;
 mod quads;

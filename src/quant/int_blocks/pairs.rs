@@ -11,38 +11,10 @@ use multiversion::multiversion;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-/// The fastest kernel for 256-value blocks the CPU runs (detected at run time).
-pub(super) fn kernel() -> Kernel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx512bw") {
-            return avx512;
-        }
-        if has!("avx2") && has!("fma") {
-            return avx2;
-        }
-    }
-    portable
-}
-
-/// The kernels this CPU can run, by name, the portable one first (for the tests).
-#[cfg(test)]
-pub(super) fn kernels() -> Vec<(&'static str, Kernel)> {
-    #[allow(unused_mut)] // only x86 has intrinsic kernels
-    let mut out: Vec<(&'static str, Kernel)> = vec![("portable", portable)];
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx512bw") {
-            out.push(("AVX-512BW", avx512));
-        }
-        if has!("avx2") && has!("fma") {
-            out.push(("AVX2", avx2));
-        }
-    }
-    out
-}
+kernel_choice!(
+    ("AVX-512BW", ["avx512f", "avx512bw"], avx512),
+    ("AVX2", ["avx2", "fma"], avx2)
+);
 
 /// The portable kernel (NEON and others), compiled for each instruction set; the arithmetic is that of the
 /// intrinsic kernels.
