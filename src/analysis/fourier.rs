@@ -225,6 +225,25 @@ mod tests {
         assert_eq!((none.low, none.medium, none.high), (0.0, 0.0, 0.0));
     }
 
+    /// The default edges are the documented rotations: the low band ends at one radian per 100 tokens, the high
+    /// band starts at one radian per 10 tokens (a turn in `20π ≈ 63` tokens). A frequency a relative
+    /// `EDGE_STEP` below an edge is in the band below it, one as far above it in the band above.
+    #[test]
+    fn default_band_edges_are_one_radian_per_100_and_per_10_tokens() {
+        /// Relative step to either side of an edge: far above rounding, far below any moved edge.
+        const EDGE_STEP: f64 = 1e-9;
+        let bands = FrequencyBands::default();
+        let (low_edge, high_edge) = (1.0 / 100.0, 1.0 / 10.0);
+        assert!((2.0 * std::f64::consts::PI / high_edge - 62.83).abs() < 0.01);
+        for (edge, below, above) in [
+            (low_edge, Band::Low, Band::Medium),
+            (high_edge, Band::Medium, Band::High),
+        ] {
+            assert_eq!(bands.band(edge * (1.0 - EDGE_STEP)), below, "below {edge}");
+            assert_eq!(bands.band(edge * (1.0 + EDGE_STEP)), above, "above {edge}");
+        }
+    }
+
     /// p-RoPE's still chunks and a partial rotation's tail form one unrotated part, of amplitude `|q_u| |k_u|`.
     #[test]
     fn the_unrotated_part_is_the_tail_and_the_still_chunks() {

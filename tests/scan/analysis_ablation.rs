@@ -14,6 +14,7 @@ use ropescope::analysis::fourier::Band;
 use ropescope::analysis::slash;
 use ropescope::capture::CollectSink;
 use ropescope::model::ForwardOptions;
+use ropescope::scan::ScanParams;
 use ropescope_test_support::analysis::*;
 
 const ROUNDING_TOL: f64 = 1e-12;
@@ -202,6 +203,38 @@ fn streamed_profiles_equal_slash_scores_of_full_matrices() {
         for d in 0..=70 {
             let expected = slash::slash_score(&rec.probs, ids.len(), d).unwrap();
             assert!((r.baseline.slash_profile[0][h][d] - expected).abs() < ROUNDING_TOL);
+        }
+    }
+}
+
+/// The scan runs the ablation with its defaults: p-RoPE from RoPE (`p = 1`) down to NoPE (`p = 0`) through the
+/// paper's 0.75, the half-way 0.5 and the paper's 0.25, in decreasing `p`; reversed p-RoPE at the fraction the
+/// paper reports, 0.75, then at 0.25; then each band masked, fastest first. Its slash profiles cover the same
+/// offsets `Δ = 0..=Δmax` as the scan's own slash profiles ([`ScanParams`]), so the two can be read side by side.
+#[test]
+fn default_variants_run_from_rope_to_nope_and_profiles_span_the_scans_offsets() {
+    let model = known_heads_model();
+    let r = ablation::run(&model, &prompts(1, 20), &AblationParams::default(), &quiet).unwrap();
+    let variants: Vec<Variant> = r.variants.iter().map(|v| v.variant).collect();
+    assert_eq!(
+        variants,
+        [
+            Variant::PRope { p: 1.0 },
+            Variant::PRope { p: 0.75 },
+            Variant::PRope { p: 0.5 },
+            Variant::PRope { p: 0.25 },
+            Variant::PRope { p: 0.0 },
+            Variant::Reversed { p: 0.75 },
+            Variant::Reversed { p: 0.25 },
+            Variant::BandMasked { band: Band::High },
+            Variant::BandMasked { band: Band::Medium },
+            Variant::BandMasked { band: Band::Low },
+        ]
+    );
+    let offsets = ScanParams::default().delta_max + 1;
+    for v in std::iter::once(&r.baseline).chain(&r.variants) {
+        for head in &v.slash_profile[0] {
+            assert_eq!(head.len(), offsets, "{:?}", v.variant);
         }
     }
 }

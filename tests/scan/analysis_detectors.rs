@@ -192,6 +192,24 @@ fn scores_do_not_depend_on_the_thread_count() {
     );
 }
 
+/// The default random sequences are the batch of ARENA's induction exercise: ten sequences `[BOS] r r`, each half
+/// `r` of 50 tokens, one forward pass each.
+#[test]
+fn default_random_sequences_are_ten_repeated_halves_of_fifty_tokens() {
+    let p = DetectorParams {
+        bos_token: Some(BOS),
+        ..DetectorParams::default()
+    };
+    let random = detectors::random_sequences(64, &p).unwrap();
+    assert_eq!(random.len(), 10);
+    for s in &random {
+        assert_eq!(s.len(), 1 + 2 * 50);
+        assert_eq!(s[0], BOS);
+        assert_eq!(s[1..51], s[51..]);
+    }
+    assert_eq!(detectors::passes(0, &p), 10);
+}
+
 #[test]
 fn bad_input_is_an_error_and_progress_counts_passes() {
     let model = known_heads_model();

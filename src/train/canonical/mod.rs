@@ -299,3 +299,41 @@ fn edge_minus_middle(acc: &[f64]) -> f64 {
     let third = acc.len() / 3;
     mean(&[acc[0], acc[acc.len() - 1]]) - mean(&acc[third..acc.len() - third])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default scores (the same for every task) weigh `m = 4` blocks at `τ = 0.05` on block means. A head
+    /// whose attention stays with the positions (block masses `d = (0.1, 0.2, 0.3, 0.4)` over two positions each,
+    /// whatever the contents) has `s_pos = 1` and `s_sym = Σ_{a<b} w_ab · 2 d_a d_b / (d_a² + d_b²)`, the weights
+    /// `w` the softmax of the gaps between block means over τ, computed here from that definition.
+    #[test]
+    fn default_scores_use_four_blocks_at_temperature_one_twentieth() {
+        /// Rounding of the sums.
+        const TOL: f64 = 1e-12;
+        let config = CanonicalConfig::for_task(Task::Index);
+        let row = [0.05, 0.05, 0.1, 0.1, 0.15, 0.15, 0.2, 0.2];
+        let context: Vec<usize> = (0..row.len()).collect();
+        let s = positional_symbolic_scores(&context, config.score_blocks, config.score_tau, |_| {
+            row.to_vec()
+        });
+        let d = [0.1, 0.2, 0.3, 0.4];
+        let pairs: Vec<(usize, usize)> = (0..4)
+            .flat_map(|a| (a + 1..4).map(move |b| (a, b)))
+            .collect();
+        let exp: Vec<f64> = pairs
+            .iter()
+            .map(|&(a, b)| ((d[a] - d[b]) / 2.0_f64).abs() / 0.05)
+            .map(f64::exp)
+            .collect();
+        let total: f64 = exp.iter().sum();
+        let s_sym: f64 = pairs
+            .iter()
+            .zip(&exp)
+            .map(|(&(a, b), e)| e / total * 2.0 * d[a] * d[b] / (d[a] * d[a] + d[b] * d[b]))
+            .sum();
+        assert!((s.positional - 1.0).abs() < TOL, "{}", s.positional);
+        assert!((s.symbolic - s_sym).abs() < TOL, "{} against {s_sym}", s.symbolic);
+    }
+}

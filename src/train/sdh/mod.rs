@@ -368,6 +368,20 @@ mod tests {
         assert!(!profile(&[vec![vec![1.0], vec![0.7, 0.3]]], 1, 0.71).slash_dominant);
     }
 
+    /// The default κ is half of every row's attention: a map whose offset diagonal holds exactly half of each row
+    /// is slash-dominant, one holding `STEP` less is not.
+    #[test]
+    fn default_kappa_is_half_of_every_rows_attention() {
+        /// How far below one half the second map's diagonal is: far above rounding.
+        const STEP: f64 = 1e-9;
+        let kappa = SdhConfig::default().kappa;
+        let half = vec![vec![1.0], vec![0.5, 0.5], vec![0.0, 0.5, 0.5]];
+        assert!(profile(&[half], 1, kappa).slash_dominant);
+        let (a, b) = (0.5 - STEP, 0.5 + STEP);
+        let below = vec![vec![1.0], vec![a, b], vec![0.0, a, b]];
+        assert!(!profile(&[below], 1, kappa).slash_dominant);
+    }
+
     #[test]
     fn mean_map_averages_the_prompts() {
         let maps = [
