@@ -21,33 +21,42 @@ use super::q8::{Q8Kind, Q8Rows};
 use super::{f16_at, GgmlType, QK_K};
 use std::ops::Range;
 
-/// An x86 kernel of [`IntRows::dots`] compiled for `$features`, its block products formed by `$products`.
-macro_rules! x86_kernel {
-    ($(#[$doc:meta])* $name:ident, $features:literal, $products:ty) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// The CPU must have the instruction sets the function is compiled for.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        unsafe fn $name(
-            w: &IntRows,
-            x: &Activations,
-            xs: Range<usize>,
-            out: &mut [f32],
-            ld: usize,
-        ) {
-            // SAFETY: the CPU has the function's instruction sets.
-            unsafe { all_rows::<$products>(w, x, xs, out, ld) }
+/// A block length's kernels of [`IntRows::dots`], each adding its blocks' products through `$products` over
+/// lanes of its instruction set: `portable` (plain Rust lanes, compiled for NEON too); one x86 kernel per row
+/// `($label, [$feature…], $kernel, $lanes)` of the table, fastest first, compiled for its features; `kernel()`,
+/// the first x86 kernel whose features the CPU has (detected at run time), else the portable one; and for the
+/// tests `kernels()`, every kernel the CPU runs by name, the portable one first. Each feature list serves both
+/// the compilation and the detection.
+macro_rules! kernels {
+    ($products:ident;
+     $($(#[$doc:meta])* ($label:literal, [$($feature:tt),+], $kernel:ident, $lanes:ty)),+ $(,)?) => {
+        /// The portable kernel (NEON and others), compiled for each instruction set; the arithmetic is that of
+        /// the intrinsic kernels.
+        #[multiversion::multiversion(targets("aarch64+neon"))]
+        fn portable(w: &IntRows, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
+            // SAFETY: the portable lanes need no instruction set.
+            unsafe { all_rows::<$products<super::lanes::Portable>>(w, x, xs, out, ld) }
         }
-    };
-}
 
-/// A block length's kernel choice from its x86 kernels `($label, [$feature…], $kernel)`, fastest first, and its
-/// `portable` kernel: `kernel()`, the first whose instruction sets the CPU has (detected at run time), else the
-/// portable one; and for the tests `kernels()`, every kernel the CPU runs by name, the portable one first.
-macro_rules! kernel_choice {
-    ($(($label:literal, [$($feature:tt),+], $kernel:ident)),+) => {
+        $(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// The CPU must have the instruction sets the function is compiled for.
+            #[cfg(target_arch = "x86_64")]
+            $(#[target_feature(enable = $feature)])+
+            unsafe fn $kernel(
+                w: &IntRows,
+                x: &Activations,
+                xs: Range<usize>,
+                out: &mut [f32],
+                ld: usize,
+            ) {
+                // SAFETY: the CPU has the function's instruction sets.
+                unsafe { all_rows::<$products<$lanes>>(w, x, xs, out, ld) }
+            }
+        )+
+
         /// The fastest kernel the CPU runs (detected at run time).
         pub(super) fn kernel() -> Kernel {
             #[cfg(target_arch = "x86_64")]

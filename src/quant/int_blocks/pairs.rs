@@ -7,35 +7,16 @@ use super::lanes::{Lanes, Portable};
 use super::row_terms::{all_rows, BlockProducts};
 use super::{Activations, IntRows, Kernel, ACT_ROWS};
 use crate::quant::QK_K;
-use multiversion::multiversion;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-kernel_choice!(
-    ("AVX-512BW", ["avx512f", "avx512bw"], avx512),
-    ("AVX2", ["avx2", "fma"], avx2)
-);
-
-/// The portable kernel (NEON and others), compiled for each instruction set; the arithmetic is that of the
-/// intrinsic kernels.
-#[multiversion(targets("aarch64+neon"))]
-fn portable(w: &IntRows, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
-    // SAFETY: the portable lanes need no instruction set.
-    unsafe { all_rows::<Pairs<Portable>>(w, x, xs, out, ld) }
-}
-
-x86_kernel!(
+kernels!(
+    Pairs;
     /// AVX-512BW's `vpmaddwd` on 32 pairs at a time. Written with intrinsics because the compiler does not
     /// vectorize the 256-value blocks' pair sums (it widens every product to 32 bits).
-    avx512,
-    "avx512f,avx512bw",
-    Pairs<super::lanes::Avx512>
-);
-x86_kernel!(
+    ("AVX-512BW", ["avx512f", "avx512bw"], avx512, super::lanes::Avx512),
     /// AVX2's `vpmaddwd` on 16 pairs at a time (as [`avx512`], in two halves).
-    avx2,
-    "avx2,fma",
-    Pairs<super::lanes::Avx2>
+    ("AVX2", ["avx2", "fma"], avx2, super::lanes::Avx2),
 );
 
 /// Block products on 16-bit pairs, in lanes `L`.

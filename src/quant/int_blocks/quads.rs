@@ -13,34 +13,15 @@
 use super::lanes::{Lanes, Portable};
 use super::row_terms::{all_rows, BlockProducts};
 use super::{Activations, IntRows, Kernel, ACT_ROWS};
-use multiversion::multiversion;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-kernel_choice!(
-    ("AVX-512 VNNI", ["avx512f", "avx512bw", "avx512vnni"], avx512_vnni),
-    ("AVX2", ["avx2", "fma"], avx2)
-);
-
-/// The portable kernel (NEON and others), compiled for each instruction set; the arithmetic is that of the
-/// intrinsic kernels.
-#[multiversion(targets("aarch64+neon"))]
-fn portable(w: &IntRows, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
-    // SAFETY: the portable lanes need no instruction set.
-    unsafe { all_rows::<Quads<Portable>>(w, x, xs, out, ld) }
-}
-
-x86_kernel!(
+kernels!(
+    Quads;
     /// AVX-512 VNNI's `vpdpbusd` on 64 byte products at a time.
-    avx512_vnni,
-    "avx512f,avx512bw,avx512vnni",
-    Quads<super::lanes::Avx512>
-);
-x86_kernel!(
+    ("AVX-512 VNNI", ["avx512f", "avx512bw", "avx512vnni"], avx512_vnni, super::lanes::Avx512),
     /// AVX2's `vpmaddubsw` and `vpmaddwd` on 32 byte products at a time.
-    avx2,
-    "avx2,fma",
-    Quads<super::lanes::Avx2>
+    ("AVX2", ["avx2", "fma"], avx2, super::lanes::Avx2),
 );
 
 /// Block products on bytes, two blocks at a time, in lanes `L`.
