@@ -95,40 +95,67 @@ mod x86 {
     );
 }
 
-/// Register-only loops of 16-bit pair products added into 32-bit lanes (`acc ← acc + madd(a, b)`), the inner
-/// step of the integer block products (`crate::quant::int_blocks`).
+/// Register-only loops of the integer products of `--arithmetic ggml` (`crate::quant::int_blocks`): 16-bit
+/// pair products added into 32-bit lanes (`acc ← acc + madd(acc, b)`, the K-quants) and byte products added four
+/// at a time (`acc ← dpbusd(acc, a, b)`, the 32-value blocks). Each product reads the accumulator or adds into
+/// it: a product of two constants would be computed once, outside the loop, which would then time additions.
 #[cfg(target_arch = "x86_64")]
-mod pairs {
+mod integer {
     use super::{ACC_16_REGS, ACC_32_REGS};
     use std::arch::x86_64::*;
 
-    /// `iters` rounds of [`ACC_32_REGS`] 512-bit pair products.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F and AVX-512BW.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn avx512(iters: u64) -> f64 {
-        let (a, b) = (_mm512_set1_epi16(3), _mm512_set1_epi16(-2));
-        let mut acc = [_mm512_set1_epi32(1); ACC_32_REGS];
-        for _ in 0..iters {
-            for v in acc.iter_mut() {
-                *v = _mm512_add_epi32(*v, _mm512_madd_epi16(a, b));
+    /// Defines a register-only loop of 512-bit integer products: `iters` rounds of [`ACC_32_REGS`] independent
+    /// `acc ← $step(acc, b)` with `b = $b`. Returns the sum of every lane, so no round can be optimised away.
+    macro_rules! int512_loop {
+        ($(#[$doc:meta])* $name:ident, $feature:literal, $b:expr, $step:expr) => {
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// The CPU must have the loop's target features.
+            #[target_feature(enable = $feature)]
+            pub(super) unsafe fn $name(iters: u64) -> f64 {
+                let b = $b;
+                let mut acc = [_mm512_set1_epi32(1); ACC_32_REGS];
+                for _ in 0..iters {
+                    for v in acc.iter_mut() {
+                        *v = $step(*v, b);
+                    }
+                }
+                let mut sum = 0.0;
+                for v in acc {
+                    sum += _mm512_reduce_add_epi32(v) as f64;
+                }
+                sum
             }
-        }
-        acc.iter().map(|&v| _mm512_reduce_add_epi32(v) as f64).sum()
+        };
     }
+
+    int512_loop!(
+        /// 512-bit pair products (32 each).
+        pairs_avx512,
+        "avx512f,avx512bw",
+        _mm512_set1_epi16(-2),
+        |acc, b| _mm512_add_epi32(acc, _mm512_madd_epi16(acc, b))
+    );
+    int512_loop!(
+        /// 512-bit byte products (64 each).
+        bytes_avx512_vnni,
+        "avx512f,avx512bw,avx512vnni",
+        _mm512_set1_epi8(-2),
+        |acc, b| _mm512_dpbusd_epi32(acc, _mm512_set1_epi8(3), b)
+    );
 
     /// `iters` rounds of [`ACC_16_REGS`] 256-bit pair products.
     ///
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2(iters: u64) -> f64 {
-        let (a, b) = (_mm256_set1_epi16(3), _mm256_set1_epi16(-2));
+    pub(super) unsafe fn pairs_avx2(iters: u64) -> f64 {
+        let b = _mm256_set1_epi16(-2);
         let mut acc = [_mm256_set1_epi32(1); ACC_16_REGS];
         for _ in 0..iters {
             for v in acc.iter_mut() {
-                *v = _mm256_add_epi32(*v, _mm256_madd_epi16(a, b));
+                *v = _mm256_add_epi32(*v, _mm256_madd_epi16(*v, b));
             }
         }
         let mut sum = 0.0;
@@ -137,34 +164,6 @@ mod pairs {
             // SAFETY: `lanes` holds one vector.
             unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
             sum += lanes.iter().map(|&x| x as f64).sum::<f64>();
-        }
-        sum
-    }
-}
-
-/// Register-only loops of byte products added four at a time into 32-bit lanes (`acc ← acc + dpbusd(a, b)`),
-/// the inner step of the 32-value blocks' integer products (`crate::quant::int_blocks`).
-#[cfg(target_arch = "x86_64")]
-mod bytes {
-    use super::ACC_32_REGS;
-    use std::arch::x86_64::*;
-
-    /// `iters` rounds of [`ACC_32_REGS`] 512-bit byte products (64 products each).
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F, AVX-512BW and AVX-512 VNNI.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) unsafe fn avx512_vnni(iters: u64) -> f64 {
-        let (a, b) = (_mm512_set1_epi8(3), _mm512_set1_epi8(-2));
-        let mut acc = [_mm512_set1_epi32(1); ACC_32_REGS];
-        for _ in 0..iters {
-            for v in acc.iter_mut() {
-                *v = _mm512_dpbusd_epi32(*v, a, b);
-            }
-        }
-        let mut sum = 0.0;
-        for v in acc {
-            sum += _mm512_reduce_add_epi32(v) as f64;
         }
         sum
     }
@@ -228,10 +227,10 @@ fn pair_loop(isa: Isa) -> Option<Loop> {
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 if std::arch::is_x86_feature_detected!("avx512bw") => {
-            Some((pairs::avx512, ops(ACC_32_REGS, 16)))
+            Some((integer::pairs_avx512, ops(ACC_32_REGS, 16)))
         }
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => Some((pairs::avx2, ops(ACC_16_REGS, 8))),
+        Isa::Avx2Fma => Some((integer::pairs_avx2, ops(ACC_16_REGS, 8))),
         _ => None,
     }
 }
@@ -246,7 +245,7 @@ fn byte_loop(isa: Isa) -> Option<Loop> {
             if std::arch::is_x86_feature_detected!("avx512bw")
                 && std::arch::is_x86_feature_detected!("avx512vnni") =>
         {
-            Some((bytes::avx512_vnni, ops(ACC_32_REGS, 64)))
+            Some((integer::bytes_avx512_vnni, ops(ACC_32_REGS, 64)))
         }
         _ => None,
     }
