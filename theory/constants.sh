@@ -87,14 +87,8 @@ if [[ ! -d "$CARGO_TARGET_DIR" && -d "$mutants/target" ]]; then cp -a "$mutants/
 touch "$results/results.tsv"
 
 tmp="$(mktemp -d)"
-# The tests that judge an area.
-tests_of() {
-    case "$1" in
-        analysis) echo --test theory --test scan --lib ;;
-        theory) echo --test theory ;;
-        train) echo --test train --lib ;;
-    esac
-}
+# The tests that judge an area: `area_tests`.
+source "$(dirname "$0")/areas.sh"
 
 copy="$tmp/ropescope"
 running=""
@@ -147,10 +141,10 @@ baseline() {
         echo "baseline of $area..."
         start=$SECONDS
         # shellcheck disable=SC2046
-        limited $((SECONDS + 7200)) "$log" cargo nextest run $(tests_of "$area") --no-run \
+        limited $((SECONDS + 7200)) "$log" cargo nextest run $(area_tests "$area") --no-run \
             || { echo "the baseline build of $area failed: $log" >&2; exit 1; }
         # shellcheck disable=SC2046
-        limited $((SECONDS + 7200)) "$log" cargo nextest run $(tests_of "$area") --run-ignored all \
+        limited $((SECONDS + 7200)) "$log" cargo nextest run $(area_tests "$area") --run-ignored all \
             --max-fail=1:immediate || { echo "the baseline tests of $area fail: $log" >&2; exit 1; }
         seconds=$((SECONDS - start))
         printf '%s\t%s\n' "$head" "$seconds" >"$record"
@@ -222,7 +216,7 @@ while read -r -u 3 file name value; do
         touch "$file"
         status=0
         # shellcheck disable=SC2046
-        limited "$deadline" "$log" cargo nextest run $(tests_of "$area") --no-run || status=$?
+        limited "$deadline" "$log" cargo nextest run $(area_tests "$area") --no-run || status=$?
         if ((status == 124)); then
             outcome=timeout
         elif ((status != 0)); then
@@ -233,7 +227,7 @@ while read -r -u 3 file name value; do
         else
             status=0
             # shellcheck disable=SC2046
-            limited "$deadline" "$log" cargo nextest run $(tests_of "$area") --run-ignored all \
+            limited "$deadline" "$log" cargo nextest run $(area_tests "$area") --run-ignored all \
                 --max-fail=1:immediate || status=$?
             case "$status" in
                 0) outcome=missed ;;

@@ -27,17 +27,14 @@ set -euo pipefail
 area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n [module...]]}"
 shard="${2:-0/1}"
 modules=("${@:3}")
-# The test targets each area's mutants are judged by; given to the build too, so that a mutant rebuilds only them.
-# The slow tests (`#[ignore = "slow: …"]`, the training claims among them) judge mutants too: the test binaries
-# get --include-ignored.
-# The tests run under nextest, which stops a mutant's run at its first failing test (`--max-fail=1:immediate`);
-# cargo test would finish every test of the failing binary first.
-case "$area" in
-    theory) tests=('--cargo-arg=--test=theory') ;;
-    analysis) tests=('--cargo-arg=--test=theory' '--cargo-arg=--test=scan' --cargo-arg=--lib) ;;
-    train) tests=('--cargo-arg=--test=train' --cargo-arg=--lib) ;;
-    *) echo "unknown area '$area': theory, analysis or train" >&2; exit 2 ;;
-esac
+# The test targets each area's mutants are judged by (theory/areas.sh); given to the build too, so that a mutant
+# rebuilds only them. The slow tests (`#[ignore = "slow: …"]`, the training claims among them) judge mutants too
+# (`--run-ignored=all`). The tests run under nextest, which stops a mutant's run at its first failing test
+# (`--max-fail=1:immediate`); cargo test would finish every test of the failing binary first.
+source "$(dirname "$0")/areas.sh"
+targets="$(area_tests "$area")" || { echo "unknown area '$area': theory, analysis or train" >&2; exit 2; }
+tests=()
+for t in $targets; do tests+=("--cargo-arg=$t"); done
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install --locked cargo-mutants" >&2; exit 2; }
 command -v cargo-nextest >/dev/null || { echo "cargo-nextest is not installed: cargo install --locked cargo-nextest" >&2; exit 2; }
 
