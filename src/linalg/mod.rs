@@ -135,8 +135,9 @@ pub fn packed_gemm<T: Real>(
     );
 }
 
-/// The output of [`matmul_transb_tiles`], shared by the tasks that write its disjoint column strips.
-struct StripOut<T>(*mut T);
+/// A row-major output shared by the parallel tasks that each write their own disjoint column strip of it
+/// ([`matmul_transb_tiles`], the integer products of `model::matrix`).
+pub(crate) struct StripOut<T>(pub(crate) *mut T);
 
 // SAFETY: the pointer is only used to write column strips that no other task touches (see
 // `matmul_transb_tiles`).

@@ -16,7 +16,7 @@
 use super::arithmetic::Arithmetic;
 use crate::error::{Error, Result};
 use crate::gguf::TensorData;
-use crate::linalg::{matmul_transb_tiles, weight_tiles};
+use crate::linalg::{matmul_transb_tiles, weight_tiles, with_thread_buffer, StripOut};
 use crate::numeric::Real;
 use crate::profile::{count_flops, time, Step};
 use crate::quant::int_blocks::{Activations, IntLayout, IntRows, ACT_ROWS};
@@ -191,43 +191,63 @@ impl WeightMatrix {
     fn integer_product(&self, layout: IntLayout, x: &[f32], n: usize) -> Vec<f32> {
         let (cols, rows) = (self.cols, self.rows);
         assert_eq!(x.len(), n * cols);
+        if cols == 0 {
+            // Products over no columns: the empty sums.
+            return vec![0.0; n * rows];
+        }
         let xq = time(Step::Dequantize, || {
             Q8Rows::quantize(x, cols, layout.kind(), Q8Rounding::native())
         });
         let acts = Activations::new(layout, &xq);
         let bytes = self.data.bytes();
-        let parts: Vec<(std::ops::Range<usize>, Vec<f32>)> = weight_tiles(rows)
-            .into_par_iter()
-            .map(|tile| {
-                let mut out = vec![0.0f32; n * tile.len()];
-                // Sixteen rows decoded at a time stay in cache while every row of activations meets them.
+        // Not cleared first: every element is written by exactly one tile.
+        let mut y: Vec<f32> = Vec::with_capacity(n * rows);
+        let dst = StripOut(y.as_mut_ptr());
+        weight_tiles(rows).into_par_iter().for_each(|tile| {
+            // Sixteen rows decoded at a time stay in cache while every row of activations meets them; their
+            // products go to the thread's buffer, then to their columns of `y`.
+            with_thread_buffer(&PRODUCTS, n * 16, |out| {
                 for start in tile.clone().step_by(16) {
                     let end = (start + 16).min(tile.end);
                     let w = time(Step::Dequantize, || {
                         let raw = &bytes[start * self.row_bytes..end * self.row_bytes];
                         IntRows::decode(layout, raw, cols)
                     });
+                    let ld = end - start;
                     time(Step::Multiply, || {
-                        let ld = tile.len();
                         for a in (0..n).step_by(ACT_ROWS) {
                             let xs = a..(a + ACT_ROWS).min(n);
-                            let at = a * ld + start - tile.start;
-                            w.dots(&acts, xs, &mut out[at..], ld);
+                            w.dots(&acts, xs, &mut out[a * ld..], ld);
+                        }
+                        let dst = &dst;
+                        for (a, products) in out.chunks_exact(ld).take(n).enumerate() {
+                            // SAFETY: row `a`'s columns `start..end` lie inside the `n × rows` buffer `y`; the
+                            // tiles address disjoint columns, so no other task writes them, and `y` outlives
+                            // the parallel loop.
+                            unsafe {
+                                let to = dst.0.add(a * rows + start);
+                                // A whole group's length as a constant: a few vector moves, not a call.
+                                match ld {
+                                    16 => std::ptr::copy_nonoverlapping(products.as_ptr(), to, 16),
+                                    _ => std::ptr::copy_nonoverlapping(products.as_ptr(), to, ld),
+                                }
+                            }
                         }
                     });
                 }
-                count_flops(Step::Multiply, 2 * n * cols * tile.len());
-                (tile, out)
-            })
-            .collect();
-        let mut y = vec![0.0f32; n * rows];
-        for (tile, part) in parts {
-            for (a, chunk) in part.chunks_exact(tile.len()).enumerate() {
-                y[a * rows + tile.start..a * rows + tile.end].copy_from_slice(chunk);
-            }
-        }
+            });
+            count_flops(Step::Multiply, 2 * n * cols * tile.len());
+        });
+        // SAFETY: the tiles cover the rows `0..rows` of the weights (`weight_tiles`), and each wrote its
+        // columns of every row of `y`.
+        unsafe { y.set_len(n * rows) };
         y
     }
+}
+
+thread_local! {
+    /// Each thread's products of sixteen weight rows with every activation row, kept between calls.
+    static PRODUCTS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(test)]

@@ -14,8 +14,9 @@
 //! then adds the blocks' terms in float32 lanes in an order of its kernel and instruction set; here each
 //! block's integer sum is kept in lanes of a fixed layout (pairs of 16-bit products for the K-quants'
 //! 256-value blocks, [`pairs`]; quads of byte products for the 32-value blocks, [`quads`]), the lanes scaled
-//! and added across blocks in 16 float32 lanes, and those summed in a fixed float64 tree ([`lanes`]), so a
-//! product differs from llama.cpp's by float32 rounding only, and has the same bits on every instruction set.
+//! and added across blocks in 16 float32 lanes (one fused multiply-add per block, as ggml's x86 kernels add
+//! theirs), and those summed in a fixed float64 tree ([`lanes`]), so a product differs from llama.cpp's by
+//! float32 rounding only, and has the same bits on every instruction set.
 
 use super::q8::{Q8Kind, Q8Rows};
 use super::{f16_at, GgmlType, QK_K};
@@ -152,8 +153,9 @@ pub struct IntRows {
     cols: usize,
     /// 256-value blocks: `rows × cols` quants with their sub-block scale folded in (empty otherwise).
     q: Vec<i16>,
-    /// 32-value blocks: `rows × cols` quants as signed bytes (empty otherwise).
-    bytes: Vec<i8>,
+    /// 32-value blocks: per row, its blocks two at a time as the byte kernels read them (a row of an odd
+    /// count ends with a block of zeros under a factor 0); empty otherwise.
+    pairs: Vec<BytePair>,
     /// Per block: `D` and `M` (zero where the type has no min).
     dm: Vec<[f32; 2]>,
     /// Per sub-block: the min `m` (empty unless the type has sub-block mins).
@@ -174,7 +176,7 @@ impl IntRows {
             rows: (blocks * len).checked_div(cols).unwrap_or(0),
             cols,
             q: vec![0; if layout.bytes() { 0 } else { blocks * len }],
-            bytes: vec![0; if layout.bytes() { blocks * len } else { 0 }],
+            pairs: Vec::new(),
             dm: vec![[0.0; 2]; blocks],
             mins: match layout.offset {
                 Offset::SubBlocks => vec![0; blocks * len / layout.group],
@@ -190,10 +192,23 @@ impl IntRows {
             };
             if layout.bytes() {
                 out.dm[b] = decode_block(layout.ty, block, &mut wide, mins);
-                for (q, &v) in out.bytes[b * len..(b + 1) * len].iter_mut().zip(&wide) {
+                // (`cols` is not 0 here: a row of no columns holds no blocks, and blocks need rows.)
+                let n_blocks = (cols / len).max(1);
+                let (row, at) = (b / n_blocks, b % n_blocks);
+                if at % 2 == 0 {
+                    out.pairs.push(BytePair::ZERO);
+                }
+                let pair = out.pairs.last_mut().expect("pushed at the pair's first block");
+                let half = 32 * (at % 2);
+                for (q, &v) in pair.w[half..half + 32].iter_mut().zip(&wide) {
                     // Every 32-value type's integers fit a signed byte.
                     *q = v as i8;
                 }
+                for (j, quad) in pair.w[half..half + 32].chunks_exact(4).enumerate() {
+                    pair.minus_offset[half / 4 + j] = -128 * quad.iter().map(|&v| v as i32).sum::<i32>();
+                }
+                pair.d[half / 4..half / 4 + 8].fill(out.dm[b][0]);
+                debug_assert_eq!(out.pairs.len(), row * n_blocks.div_ceil(2) + at / 2 + 1);
             } else {
                 let q = &mut out.q[b * len..(b + 1) * len];
                 out.dm[b] = decode_block(layout.ty, block, q, mins);
@@ -205,9 +220,9 @@ impl IntRows {
     /// The dot products of every row with rows `xs` of `x` (at most [`ACT_ROWS`]): row `a`'s product with
     /// weight row `r` goes to `out[(a − xs.start) · ld + r]`. As ggml computes them up to the order of the
     /// float32 additions (the module's documentation): each block's integer sum kept in lanes, the lanes scaled
-    /// by the block's float32 factor and added across blocks in float32, the min terms added in float32 in
-    /// block order, then the lanes added in float64 in a fixed tree, the min terms added, and the sum rounded
-    /// once. The order is fixed, so the bits are the same on every instruction set: AVX-512 and AVX2 run
+    /// by the block's float32 factor and added across blocks in float32 (one fused multiply-add), the min terms
+    /// added in float32 in block order, then the lanes added in float64 in a fixed tree, the min terms added,
+    /// and the sum rounded once. The order is fixed, so the bits are the same on every instruction set: AVX-512 and AVX2 run
     /// kernels written with intrinsics, chosen at run time; other CPUs a portable one.
     pub fn dots(&self, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
         assert_eq!(
@@ -229,17 +244,41 @@ impl IntRows {
     }
 }
 
+/// Two 32-value blocks of a weight row as the byte kernels read them: the 64 quants, what the AVX-512 VNNI
+/// kernel takes back for its activations' offset of 128 (`−128 ·` each quad's sum of quants), and the blocks'
+/// `D`, the first's in lanes 0–7 and the second's in 8–15. Aligned to a cache line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct BytePair {
+    w: [i8; 64],
+    minus_offset: [i32; 16],
+    d: [f32; 16],
+}
+
+impl BytePair {
+    /// Two blocks of zeros with factors 0.
+    const ZERO: Self = BytePair {
+        w: [0; 64],
+        minus_offset: [0; 16],
+        d: [0.0; 16],
+    };
+}
+
 /// Activation rows quantized for one weight layout, with what its kernels read besides the quants: the
-/// sub-block sums of the types with sub-block mins (what Q8_K keeps as `bsums`), the quants as bytes for the
-/// 32-value blocks.
+/// sub-block sums of the types with sub-block mins (what Q8_K keeps as `bsums`), the quants as bytes and the
+/// scales per pair of blocks for the 32-value blocks.
 pub struct Activations<'a> {
     q8: &'a Q8Rows,
     /// Per row, the sums of its quants over the layout's sub-blocks (empty lists without sub-block mins).
     sums: Vec<Vec<i32>>,
-    /// 32-value blocks: the quants as signed bytes (empty otherwise).
+    /// 32-value blocks: the quants as signed bytes, each row padded with zeros to an even count of blocks
+    /// (empty otherwise).
     bytes: Vec<i8>,
-    /// 32-value blocks: the quants plus 128, as unsigned bytes (empty otherwise).
+    /// 32-value blocks: the quants plus 128, as unsigned bytes, rows padded as `bytes` (empty otherwise).
     offset_bytes: Vec<u8>,
+    /// 32-value blocks: per row and pair of blocks, the first block's scale `d` in lanes 0–7 and the second's
+    /// in lanes 8–15 (0 past an odd count), as the kernels multiply them into the weights' (empty otherwise).
+    pair_scales: Vec<[f32; 16]>,
 }
 
 impl<'a> Activations<'a> {
@@ -260,17 +299,28 @@ impl<'a> Activations<'a> {
                 _ => Vec::new(),
             })
             .collect();
-        let bytes: Vec<i8> = if layout.bytes() {
-            q8.q.iter()
-                .map(|&v| {
-                    // Q8_0 and Q8_1 quants are at most 127 in magnitude (`|x · id| ≤ 127` up to rounding),
-                    // which the AVX2 kernel's sign trick needs.
-                    assert!((-127..=127).contains(&v), "a Q8_0 quant of {v}");
-                    v as i8
-                })
-                .collect()
-        } else {
-            Vec::new()
+        let (bytes, pair_scales) = match layout.bytes() {
+            true => {
+                let n_blocks = q8.cols / 32;
+                let padded = 64 * n_blocks.div_ceil(2);
+                let mut bytes = vec![0i8; n * padded];
+                // (`max(1)`: rows of no columns have no chunks to fill.)
+                let rows = bytes.chunks_exact_mut(padded.max(1));
+                for (row, q) in rows.zip(q8.q.chunks_exact(q8.cols.max(1))) {
+                    for (b, &v) in row.iter_mut().zip(q) {
+                        // Q8_0 and Q8_1 quants are at most 127 in magnitude (`|x · id| ≤ 127` up to
+                        // rounding), which the AVX2 kernel's sign trick needs.
+                        assert!((-127..=127).contains(&v), "a Q8_0 quant of {v}");
+                        *b = v as i8;
+                    }
+                }
+                let pair_scales = (0..n)
+                    .flat_map(|a| q8.d[a * n_blocks..(a + 1) * n_blocks].chunks(2))
+                    .map(|d| std::array::from_fn(|l| d.get(l / 8).copied().unwrap_or(0.0)))
+                    .collect();
+                (bytes, pair_scales)
+            }
+            false => (Vec::new(), Vec::new()),
         };
         let offset_bytes = bytes.iter().map(|&v| (v as i16 + 128) as u8).collect();
         Activations {
@@ -278,6 +328,7 @@ impl<'a> Activations<'a> {
             sums,
             bytes,
             offset_bytes,
+            pair_scales,
         }
     }
 }
@@ -438,7 +489,8 @@ mod tests {
     /// Value `i`'s integer (its sub-block scale folded in), from whichever form the layout keeps.
     fn quant(w: &IntRows, i: usize) -> i32 {
         if w.layout.bytes() {
-            w.bytes[i] as i32
+            let (row, col) = (i / w.cols, i % w.cols);
+            w.pairs[row * (w.cols / 32).div_ceil(2) + col / 64].w[col % 64] as i32
         } else {
             w.q[i] as i32
         }

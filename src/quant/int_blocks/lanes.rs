@@ -1,6 +1,8 @@
 //! The 16 float32 lanes every integer kernel adds its scaled block sums into, and their fixed float64 total: one
 //! representation per instruction set, the same numbers on each.
 
+use super::ACT_ROWS;
+
 /// 16 float32 lanes and their total.
 pub(super) trait Lanes {
     /// 16 float32 lanes, in registers where the instruction set has them.
@@ -18,6 +20,22 @@ pub(super) trait Lanes {
     /// # Safety
     /// As [`Lanes::zero`].
     unsafe fn total(acc: Self::Acc) -> f64;
+
+    /// Every slot's [`Lanes::total`] (an instruction set may form them together).
+    ///
+    /// # Safety
+    /// As [`Lanes::zero`].
+    #[inline(always)]
+    unsafe fn totals(acc: [Self::Acc; ACT_ROWS]) -> [f64; ACT_ROWS] {
+        // A loop, not a closure: a closure does not inherit the kernel's instruction sets, so the intrinsics
+        // inside `total` would become calls.
+        let mut out = [0.0; ACT_ROWS];
+        for i in 0..ACT_ROWS {
+            // SAFETY: as this function's.
+            out[i] = unsafe { Self::total(acc[i]) };
+        }
+        out
+    }
 }
 
 /// Plain Rust lanes.
@@ -59,14 +77,49 @@ impl Lanes for Avx512 {
         use std::arch::x86_64::*;
         // SAFETY: the caller's CPU has AVX-512F.
         unsafe {
-            let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(acc));
-            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-            let h8 = _mm512_add_pd(lo, _mm512_cvtps_pd(hi));
+            let h8 = h8(acc);
             let h4 = _mm256_add_pd(
                 _mm512_castpd512_pd256(h8),
                 _mm512_extractf64x4_pd(h8, 1),
             );
             last_two(h4)
+        }
+    }
+
+    /// The four slots' trees side by side: each step of [`Lanes::total`] on two or four slots at once.
+    #[inline(always)]
+    unsafe fn totals(acc: [Self::Acc; ACT_ROWS]) -> [f64; ACT_ROWS] {
+        use std::arch::x86_64::*;
+        const _: () = assert!(ACT_ROWS == 4, "written for four slots");
+        // SAFETY: the caller's CPU has AVX-512F; the store writes the four floats of `out`.
+        unsafe {
+            // Lanes l and l + 4 of two slots' h8: [the first's h4, the second's h4].
+            #[inline(always)]
+            unsafe fn h4(a: __m512, b: __m512) -> __m512d {
+                // SAFETY: as `totals`'.
+                unsafe {
+                    let (a, b) = (h8(a), h8(b));
+                    _mm512_add_pd(
+                        _mm512_shuffle_f64x2::<0b01_00_01_00>(a, b),
+                        _mm512_shuffle_f64x2::<0b11_10_11_10>(a, b),
+                    )
+                }
+            }
+            let (s01, s23) = (h4(acc[0], acc[1]), h4(acc[2], acc[3]));
+            // l and l + 2: the slots' (h4[0] + h4[2], h4[1] + h4[3]), slots 0 to 3 in 128-bit lanes 0 to 3.
+            let h2 = _mm512_add_pd(
+                _mm512_shuffle_f64x2::<0b10_00_10_00>(s01, s23),
+                _mm512_shuffle_f64x2::<0b11_01_11_01>(s01, s23),
+            );
+            // The last two of each slot.
+            let even = _mm512_permutexvar_pd(_mm512_set_epi64(0, 0, 0, 0, 6, 4, 2, 0), h2);
+            let odd = _mm512_permutexvar_pd(_mm512_set_epi64(0, 0, 0, 0, 7, 5, 3, 1), h2);
+            let mut out = [0.0; ACT_ROWS];
+            _mm256_storeu_pd(
+                out.as_mut_ptr(),
+                _mm256_add_pd(_mm512_castpd512_pd256(even), _mm512_castpd512_pd256(odd)),
+            );
+            out
         }
     }
 }
@@ -101,6 +154,22 @@ impl Lanes for Avx2 {
             );
             last_two(_mm256_add_pd(a, b))
         }
+    }
+}
+
+/// The first step of [`Lanes::total`]'s tree on 16 float32 lanes: lanes `l` and `l + 8` in float64.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn h8(acc: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512d {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's CPU has AVX-512F.
+    unsafe {
+        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(acc));
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+        _mm512_add_pd(lo, _mm512_cvtps_pd(hi))
     }
 }
 

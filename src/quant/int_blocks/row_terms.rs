@@ -76,7 +76,11 @@ unsafe fn row_terms<K: BlockProducts>(
     match w.layout.offset {
         Offset::None => {}
         Offset::Block => {
-            let s: [&[f32]; ACT_ROWS] = rows.map(|a| &x.q8.s[a * n_blocks..(a + 1) * n_blocks]);
+            // (Loops, not `map`, which the compiler left as calls.)
+            let mut s: [&[f32]; ACT_ROWS] = [&[]; ACT_ROWS];
+            for (s, &a) in s.iter_mut().zip(&rows) {
+                *s = &x.q8.s[a * n_blocks..(a + 1) * n_blocks];
+            }
             for (b, &[_, mw]) in dm.iter().enumerate() {
                 for (m, s) in mins_acc.iter_mut().zip(&s) {
                     *m += mw * s[b];
@@ -85,8 +89,12 @@ unsafe fn row_terms<K: BlockProducts>(
         }
         Offset::SubBlocks => {
             let mins = &w.mins[r * n_blocks * groups..(r + 1) * n_blocks * groups];
-            let sums: [&[i32]; ACT_ROWS] = rows.map(|a| x.sums[a].as_slice());
-            let xd: [&[f32]; ACT_ROWS] = rows.map(|a| &x.q8.d[a * n_blocks..(a + 1) * n_blocks]);
+            let mut sums: [&[i32]; ACT_ROWS] = [&[]; ACT_ROWS];
+            let mut xd: [&[f32]; ACT_ROWS] = [&[]; ACT_ROWS];
+            for ((s, d), &a) in sums.iter_mut().zip(&mut xd).zip(&rows) {
+                *s = x.sums[a].as_slice();
+                *d = &x.q8.d[a * n_blocks..(a + 1) * n_blocks];
+            }
             for (b, (mn, &[_, mw])) in mins.chunks_exact(groups).zip(dm).enumerate() {
                 for ((m, sums), xd) in mins_acc.iter_mut().zip(&sums).zip(&xd) {
                     let s = &sums[b * groups..(b + 1) * groups];
@@ -96,11 +104,9 @@ unsafe fn row_terms<K: BlockProducts>(
             }
         }
     }
-    // A loop, not a closure: a closure does not inherit the kernel's instruction sets, so the intrinsics
-    // inside `total` would become calls.
-    let mut terms = [0.0f64; ACT_ROWS];
-    for i in 0..ACT_ROWS {
-        terms[i] = unsafe { K::L::total(acc[i]) } + mins_acc[i] as f64;
+    let mut terms = unsafe { K::L::totals(acc) };
+    for (t, &m) in terms.iter_mut().zip(&mins_acc) {
+        *t += m as f64;
     }
     terms
 }
