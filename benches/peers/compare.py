@@ -90,11 +90,14 @@ How to run
 with the python that fixtures/reference-venv.sh prints (pins in fixtures/requirements-reference.txt, including
 llama-cpp-python). --models defaults to the cache of fixtures/models.sh ($ROPESCOPE_CACHE/models, default
 ~/.cache/ropescope/models); a model whose file is absent is skipped. Nothing is fetched from a hub
-(HF_HUB_OFFLINE=1). --only restricts the implementations. The runs of docs/speed-peers.md and docs/speed-avx2.md:
+(HF_HUB_OFFLINE=1). --only restricts the implementations. --file runs any GGUF file instead, such as a
+random-weight file of a larger shape (`ropescope synth --like llama-3.1-8b --quant Q4_K --out F`; its ids are
+the same text in its own tokenizer). The runs of docs/speed-peers.md and docs/speed-avx2.md:
 
     compare.py --tokens 512 --repeat 3 --out results-512.json                       # all six, 512 tokens
     compare.py --tokens 128,512,2048 --only ropescope-f64,hf-f64 --out results-f64.json
     compare.py --tokens 512,2048,8192 --only ropescope-nocap,llama.cpp --out results-long.json
+    compare.py --file llama-3.1-8b-q4k.gguf --repeat 1 --only ropescope-nocap,ropescope-ggml,llama.cpp
 
 The timings are wall-clock on whatever else the machine is doing: on a shared machine run it more than once and
 compare the ratios, not the absolute times.
@@ -424,6 +427,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", type=Path, default=default_models_dir(), help="directory of the GGUF files")
     ap.add_argument("--model", choices=sorted(MODELS), action="append", help="only this model (repeatable)")
+    ap.add_argument("--file", type=Path, action="append",
+                    help="this GGUF file instead of the default models, named by its file name (repeatable; e.g. "
+                         "a `ropescope synth` file of a larger shape; --model adds the named ones back)")
     ap.add_argument("--only", default=",".join(IMPLEMENTATIONS), help="comma-separated implementations to run")
     ap.add_argument("--threads", type=int, default=2, help="threads for every implementation (default 2)")
     ap.add_argument("--repeat", type=int, default=3, help="timed forward passes after one warm-up (default 3)")
@@ -496,10 +502,11 @@ def main():
         "skipped": [],
     }
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.model or list(MODELS):
-            path = args.models / MODELS[name]
+        chosen = [(name, args.models / MODELS[name]) for name in args.model or ([] if args.file else MODELS)]
+        for name, path in chosen + [(f.stem, f) for f in args.file or []]:
             if not path.is_file():
-                print(f"skipping {name}: {path} is absent (fixtures/models.sh downloads it)", file=sys.stderr)
+                fetch = " (fixtures/models.sh downloads it)" if path.parent == args.models else ""
+                print(f"skipping {name}: {path} is absent{fetch}", file=sys.stderr)
                 continue
             shape = model_shape(path)
             report["shapes"][name] = shape

@@ -406,14 +406,21 @@ fn decode_block(ty: GgmlType, b: &[u8], q: &mut [i16], mins: &mut [i16]) -> [f32
             } else {
                 (None, &b[16..144])
             };
-            for (i, q) in q.iter_mut().enumerate().take(QK_K) {
-                let j = i / 32;
-                let p = i % 32;
-                let mut v = (qs[(j / 2) * 32 + p] >> (4 * (j % 2))) & 0x0F;
-                if let Some(qh) = qh {
-                    v |= ((qh[p] >> j) & 1) << 4;
+            // Sub-block by sub-block, so that the compiler vectorizes each loop of 32 values.
+            for (j, q) in q[..QK_K].chunks_exact_mut(32).enumerate() {
+                let (src, shift, scale) = (&qs[(j / 2) * 32..][..32], 4 * (j % 2), sc[j] as i16);
+                match qh {
+                    Some(qh) => {
+                        for ((q, &l), &h) in q.iter_mut().zip(src).zip(qh) {
+                            *q = scale * (((l >> shift) & 0x0F) | (((h >> j) & 1) << 4)) as i16;
+                        }
+                    }
+                    None => {
+                        for (q, &l) in q.iter_mut().zip(src) {
+                            *q = scale * ((l >> shift) & 0x0F) as i16;
+                        }
+                    }
                 }
-                *q = sc[j] as i16 * v as i16;
             }
             for (m, &v) in mins.iter_mut().zip(&mn) {
                 *m = v as i16;
@@ -422,12 +429,15 @@ fn decode_block(ty: GgmlType, b: &[u8], q: &mut [i16], mins: &mut [i16]) -> [f32
         }
         Q6_K => {
             let (ql, qh, scales) = (&b[0..128], &b[128..192], &b[192..208]);
-            for (i, q) in q.iter_mut().enumerate().take(QK_K) {
-                let (half, quarter, p) = (i / 128, (i % 128) / 32, i % 32);
-                let l = ql[half * 64 + 32 * (quarter % 2) + p] >> (4 * (quarter / 2));
-                let h = qh[half * 32 + p] >> (2 * quarter);
-                let v = ((l & 0x0F) | ((h & 0x03) << 4)) as i16 - 32;
-                *q = scales[i / 16] as i8 as i16 * v;
+            // Sixteen values at a time (one scale), so that the compiler vectorizes each loop.
+            for (g, q) in q[..QK_K].chunks_exact_mut(16).enumerate() {
+                let (half, quarter, p0) = (g / 8, (g % 8) / 2, 16 * (g % 2));
+                let l = &ql[half * 64 + 32 * (quarter % 2) + p0..][..16];
+                let h = &qh[half * 32 + p0..][..16];
+                let (l_shift, h_shift, scale) = (4 * (quarter / 2), 2 * quarter, scales[g] as i8 as i16);
+                for ((q, &l), &h) in q.iter_mut().zip(l).zip(h) {
+                    *q = scale * ((((l >> l_shift) & 0x0F) | (((h >> h_shift) & 0x03) << 4)) as i16 - 32);
+                }
             }
             [f16_at(b, 208), 0.0]
         }
@@ -477,13 +487,13 @@ mod tests {
         [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K]
     };
 
-    /// `rows` random rows of `ty` (`COLS` each), their integer form and ggml's dequantization of them.
-    fn decoded(ty: GgmlType, rows: usize, seed: u64) -> (IntLayout, IntRows, Vec<f32>) {
+    /// `rows` random rows of `ty` (`cols` each), their integer form and ggml's dequantization of them.
+    fn decoded(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> (IntLayout, IntRows, Vec<f32>) {
         let layout = IntLayout::of(ty).unwrap();
-        let bytes = random_blocks(ty, rows, COLS, seed);
-        let mut deq = vec![0.0f32; rows * COLS];
+        let bytes = random_blocks(ty, rows, cols, seed);
+        let mut deq = vec![0.0f32; rows * cols];
         dequantize_into(ty, &bytes, &mut deq, "w").unwrap();
-        (layout, IntRows::decode(layout, &bytes, COLS), deq)
+        (layout, IntRows::decode(layout, &bytes, cols), deq)
     }
 
     /// Value `i`'s integer (its sub-block scale folded in), from whichever form the layout keeps.
@@ -501,7 +511,7 @@ mod tests {
     #[test]
     fn integer_form_reproduces_the_dequantized_values() {
         for ty in TYPES {
-            let (layout, rows, deq) = decoded(ty, 3, 7);
+            let (layout, rows, deq) = decoded(ty, 3, COLS, 7);
             let len = layout.kind.block_len();
             for (i, &want) in deq.iter().enumerate() {
                 let [d, m] = rows.dm[i / len];
@@ -522,22 +532,25 @@ mod tests {
     }
 
     /// The intrinsic kernels compute the portable kernel's integer lanes and float32 steps: the same bits, for
-    /// every type, a short last group of activation rows included, and an odd count of 32-value blocks.
+    /// every type, a short last group of activation rows included, an odd count of 32-value blocks, and wide
+    /// rows.
     #[test]
     fn every_instruction_set_gives_the_portable_bits() {
+        const ROWS: usize = 19;
         for ty in TYPES {
-            for cols in [COLS, COLS + 32 * usize::from(ty.block_size() == 32)] {
+            let odd = 32 * usize::from(ty.block_size() == 32);
+            for cols in [COLS, COLS + odd, 5 * COLS + odd] {
                 let layout = IntLayout::of(ty).unwrap();
-                let w = IntRows::decode(layout, &random_blocks(ty, 5, cols, 11), cols);
+                let w = IntRows::decode(layout, &random_blocks(ty, ROWS, cols, 11), cols);
                 let x: Vec<f32> = (0..3 * cols)
                     .map(|i| ((i * 104_729 % 997) as f32 - 498.0) / 37.0)
                     .collect();
                 let xq = Q8Rows::quantize(&x, cols, layout.kind, Q8Rounding::X86);
                 let acts = Activations::new(layout, &xq);
                 let run = |kernel: Kernel| {
-                    let mut out = vec![0.0f32; 15];
+                    let mut out = vec![0.0f32; 3 * ROWS];
                     // SAFETY: only kernels whose instruction sets were detected are run.
-                    unsafe { kernel(&w, &acts, 0..3, &mut out, 5) };
+                    unsafe { kernel(&w, &acts, 0..3, &mut out, ROWS) };
                     out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
                 };
                 let kernels = match layout.bytes() {
@@ -554,12 +567,11 @@ mod tests {
     }
 
     /// The dot product equals the float64 sum of the dequantized weights times the dequantized activations
-    /// (`d·q`, Q8_1's min term through its rounded sum), to float32 rounding.
+    /// (`d·q`, Q8_1's min term through its rounded sum), to float32 rounding; on short and on wide rows.
     #[test]
     fn dot_products_equal_the_dequantized_sums() {
-        let cols = COLS;
-        for ty in TYPES {
-            let (layout, w, deq) = decoded(ty, 2, 3);
+        for (ty, cols) in TYPES.into_iter().flat_map(|ty| [(ty, COLS), (ty, 5 * COLS + 32 * usize::from(ty.block_size() == 32))]) {
+            let (layout, w, deq) = decoded(ty, 2, cols, 3);
             let x: Vec<f32> = (0..3 * cols)
                 .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 13.0)
                 .collect();
