@@ -17,16 +17,21 @@ const BUILT_TOL: f64 = 1e-3;
 
 /// Query token of class 5; block 2 holds tokens of class 5, the other blocks tokens of classes 1–4, 6, 7.
 fn prompt(extra: usize) -> Vec<u32> {
+    prompt_of_class(5, extra)
+}
+
+/// As [`prompt`] with class `c` (5 or 13) in block 2 and the query.
+fn prompt_of_class(c: u32, extra: usize) -> Vec<u32> {
     let others = [1u32, 2, 3, 4, 6, 7, 17, 18, 19, 20, 22, 23];
     let mut ids = vec![BOS];
     for p in 0..64 {
         ids.push(if p / 8 == 2 {
-            5 + 16 * (p as u32 % 3)
+            c + 16 * (p as u32 % 3)
         } else {
             others[p * 7 % others.len()]
         });
     }
-    ids.push(37); // class 5
+    ids.push(c + 48);
     ids.extend((0..extra).map(|_| 9));
     ids
 }
@@ -121,4 +126,31 @@ fn pearson_of_anti_correlated_scores_is_minus_one() {
     assert!((r + 1.0).abs() < ROUNDING_TOL);
     assert_eq!(pearson(&[1.0], &[2.0]), None);
     assert_eq!(pearson(&[1.0, 1.0], &[2.0, 3.0]), None);
+}
+
+/// A chunk's logit is the dot product of the query's and the key's two coordinates in it, both of them: the
+/// symbolic head's classes 8–15 sit in the second coordinate of their chunk (class 13 in chunk 13's), and a
+/// query of class 13 is as symbolic there as one of class 5 is in the first.
+#[test]
+fn a_chunk_scores_both_of_its_coordinates() {
+    let ids = prompt_of_class(13, 0);
+    assert_eq!(class_dim(13), spec().chunk_dims(13).1);
+    let r = posym_scan::run(
+        &known_heads_model(),
+        &[ids],
+        &PosymParams::default(),
+        &quiet,
+    )
+    .unwrap();
+    let c = |v: &Vec<Vec<Vec<Option<f64>>>>, l: usize| v[0][HEAD_SYMBOLIC][l].unwrap();
+    assert!(
+        c(&r.chunk_s_sym, 13) > 1.0 - BUILT_TOL,
+        "{}",
+        c(&r.chunk_s_sym, 13)
+    );
+    assert!(
+        c(&r.chunk_s_pos, 13) < BUILT_TOL,
+        "{}",
+        c(&r.chunk_s_pos, 13)
+    );
 }
