@@ -17,8 +17,9 @@
 //! capture (the logits-only pass the peer comparison times against llama.cpp): its projections are integer
 //! products, rated against the machine's measured byte-product peak where it has one
 //! (`ropescope::linalg::peak::byte_product_peak_gops`, AVX-512 VNNI), else its 16-bit pair-product peak
-//! (`pair_product_peak_gops`), in operations per second, two per product, instead of the FMA peak. `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one
-//! pass without capture (logits of every position), e.g. the mixtures of experts of `benches/scale.sh`.
+//! (`pair_product_peak_gops`), in operations per second, two per product, instead of the FMA peak.
+//! `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one pass without capture (logits of every
+//! position), e.g. the mixtures of experts of `benches/scale.sh`.
 
 #[path = "support/models.rs"]
 mod models;

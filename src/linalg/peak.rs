@@ -303,34 +303,30 @@ fn measure((run, flops_per_round): Loop, threads: usize, seconds: f64) -> Option
 mod tests {
     use super::*;
 
-    /// The pair-product peak is measured where a loop is written for the instruction set, counts two
-    /// operations per 16-bit product, and is absent on the portable path.
-    #[test]
-    fn pair_product_peak_is_measured_where_a_loop_exists() {
-        assert_eq!(pair_product_peak_gops(Isa::Portable, 1, 0.01), None);
-        assert_eq!(pair_product_peak_gops(Isa::best(), 0, 0.01), None);
-        let has_loop = pair_loop(Isa::best()).is_some();
-        let peak = pair_product_peak_gops(Isa::best(), 1, 0.01);
-        assert_eq!(peak.is_some(), has_loop);
-        if let Some(p) = peak {
-            // At least one 16-lane product a nanosecond would be 32 GOP/s; any CPU with the loop does more
-            // than a tenth of that, and none a thousand products a cycle at 10 GHz.
-            assert!(p > 3.0 && p < 2e5, "{p} GOP/s");
+    /// `peak` is measured where `has_loop` says a loop is written for the best instruction set, is absent on
+    /// the portable path and at no threads, and lies between `low` GOP/s and a thousand products a cycle at
+    /// 10 GHz.
+    fn check_peak(peak: fn(Isa, usize, f64) -> Option<f64>, has_loop: bool, low: f64) {
+        assert_eq!(peak(Isa::Portable, 1, 0.01), None);
+        assert_eq!(peak(Isa::best(), 0, 0.01), None);
+        let p = peak(Isa::best(), 1, 0.01);
+        assert_eq!(p.is_some(), has_loop);
+        if let Some(p) = p {
+            assert!(p > low && p < 2e5, "{p} GOP/s");
         }
     }
 
-    /// Likewise the byte-product peak, which counts two operations per byte product.
+    /// The pair-product peak, two operations per 16-bit product: one 16-lane product a nanosecond would be
+    /// 32 GOP/s, and any CPU with the loop does more than a tenth of that.
+    #[test]
+    fn pair_product_peak_is_measured_where_a_loop_exists() {
+        check_peak(pair_product_peak_gops, pair_loop(Isa::best()).is_some(), 3.0);
+    }
+
+    /// The byte-product peak, two operations per byte product: one 64-product instruction a nanosecond would
+    /// be 128 GOP/s, and any CPU with VNNI does more than a tenth of that.
     #[test]
     fn byte_product_peak_is_measured_where_a_loop_exists() {
-        assert_eq!(byte_product_peak_gops(Isa::Portable, 1, 0.01), None);
-        assert_eq!(byte_product_peak_gops(Isa::best(), 0, 0.01), None);
-        let has_loop = byte_loop(Isa::best()).is_some();
-        let peak = byte_product_peak_gops(Isa::best(), 1, 0.01);
-        assert_eq!(peak.is_some(), has_loop);
-        if let Some(p) = peak {
-            // A 64-product instruction a nanosecond would be 128 GOP/s; any CPU with VNNI does more than a
-            // tenth of that, and none a thousand products a cycle at 10 GHz.
-            assert!(p > 12.0 && p < 2e5, "{p} GOP/s");
-        }
+        check_peak(byte_product_peak_gops, byte_loop(Isa::best()).is_some(), 12.0);
     }
 }

@@ -204,11 +204,11 @@ impl WeightMatrix {
         let mut y: Vec<f32> = Vec::with_capacity(n * rows);
         let dst = StripOut(y.as_mut_ptr());
         weight_tiles(rows).into_par_iter().for_each(|tile| {
-            // Sixteen rows decoded at a time stay in cache while every row of activations meets them; their
-            // products go to the thread's buffer, then to their columns of `y`.
-            with_thread_buffer(&PRODUCTS, n * 16, |out| {
-                for start in tile.clone().step_by(16) {
-                    let end = (start + 16).min(tile.end);
+            // `DECODED_ROWS` rows decoded at a time stay in cache while every row of activations meets them;
+            // their products go to the thread's buffer, then to their columns of `y`.
+            with_thread_buffer(&PRODUCTS, n * DECODED_ROWS, |out| {
+                for start in tile.clone().step_by(DECODED_ROWS) {
+                    let end = (start + DECODED_ROWS).min(tile.end);
                     let w = time(Step::Dequantize, || {
                         let raw = &bytes[start * self.row_bytes..end * self.row_bytes];
                         IntRows::decode(layout, raw, cols)
@@ -228,7 +228,9 @@ impl WeightMatrix {
                                 let to = dst.0.add(a * rows + start);
                                 // A whole group's length as a constant: a few vector moves, not a call.
                                 match ld {
-                                    16 => std::ptr::copy_nonoverlapping(products.as_ptr(), to, 16),
+                                    DECODED_ROWS => {
+                                        std::ptr::copy_nonoverlapping(products.as_ptr(), to, DECODED_ROWS)
+                                    }
                                     _ => std::ptr::copy_nonoverlapping(products.as_ptr(), to, ld),
                                 }
                             }
@@ -245,8 +247,11 @@ impl WeightMatrix {
     }
 }
 
+/// Weight rows an integer product decodes at a time.
+const DECODED_ROWS: usize = 16;
+
 thread_local! {
-    /// Each thread's products of sixteen weight rows with every activation row, kept between calls.
+    /// Each thread's products of [`DECODED_ROWS`] weight rows with every activation row, kept between calls.
     static PRODUCTS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

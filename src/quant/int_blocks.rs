@@ -192,7 +192,7 @@ impl IntRows {
             };
             if layout.bytes() {
                 out.dm[b] = decode_block(layout.ty, block, &mut wide, mins);
-                // (`cols` is not 0 here: a row of no columns holds no blocks, and blocks need rows.)
+                // (`max(1)`: rows of no columns are no rows, whatever their blocks, and nothing reads them.)
                 let n_blocks = (cols / len).max(1);
                 let (row, at) = (b / n_blocks, b % n_blocks);
                 if at % 2 == 0 {
@@ -222,8 +222,8 @@ impl IntRows {
     /// float32 additions (the module's documentation): each block's integer sum kept in lanes, the lanes scaled
     /// by the block's float32 factor and added across blocks in float32 (one fused multiply-add), the min terms
     /// added in float32 in block order, then the lanes added in float64 in a fixed tree, the min terms added,
-    /// and the sum rounded once. The order is fixed, so the bits are the same on every instruction set: AVX-512 and AVX2 run
-    /// kernels written with intrinsics, chosen at run time; other CPUs a portable one.
+    /// and the sum rounded once. The order is fixed, so the bits are the same on every instruction set:
+    /// AVX-512 and AVX2 run kernels written with intrinsics, chosen at run time; other CPUs a portable one.
     pub fn dots(&self, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
         assert_eq!(
             x.q8.kind, self.layout.kind,
@@ -482,6 +482,12 @@ mod tests {
     }
 
     const COLS: usize = 512;
+
+    /// The columns of one more block where `ty`'s blocks hold 32 values, so that `COLS` plus them is an odd
+    /// count of blocks; none for the 256-value blocks.
+    fn odd_block(ty: GgmlType) -> usize {
+        32 * usize::from(ty.block_size() == 32)
+    }
     const TYPES: [GgmlType; 10] = {
         use GgmlType::*;
         [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K]
@@ -538,8 +544,7 @@ mod tests {
     fn every_instruction_set_gives_the_portable_bits() {
         const ROWS: usize = 19;
         for ty in TYPES {
-            let odd = 32 * usize::from(ty.block_size() == 32);
-            for cols in [COLS, COLS + odd, 5 * COLS + odd] {
+            for cols in [COLS, COLS + odd_block(ty), 5 * COLS + odd_block(ty)] {
                 let layout = IntLayout::of(ty).unwrap();
                 let w = IntRows::decode(layout, &random_blocks(ty, ROWS, cols, 11), cols);
                 let x: Vec<f32> = (0..3 * cols)
@@ -570,7 +575,7 @@ mod tests {
     /// (`d·q`, Q8_1's min term through its rounded sum), to float32 rounding; on short and on wide rows.
     #[test]
     fn dot_products_equal_the_dequantized_sums() {
-        for (ty, cols) in TYPES.into_iter().flat_map(|ty| [(ty, COLS), (ty, 5 * COLS + 32 * usize::from(ty.block_size() == 32))]) {
+        for (ty, cols) in TYPES.into_iter().flat_map(|ty| [(ty, COLS), (ty, 5 * COLS + odd_block(ty))]) {
             let (layout, w, deq) = decoded(ty, 2, cols, 3);
             let x: Vec<f32> = (0..3 * cols)
                 .map(|i| ((i * 7919 % 211) as f32 - 105.0) / 13.0)
