@@ -12,8 +12,9 @@
 //!
 //! where the sums are exact integers and `fl` is a float32 product, the same float32 numbers ggml forms. ggml
 //! then adds the blocks' terms in float32 lanes in an order of its kernel and instruction set; here each
-//! block's integer sum is kept in lanes of a fixed layout (pairs of 16-bit products for the K-quants'
-//! 256-value blocks, [`pairs`]; quads of byte products for the 32-value blocks, [`quads`]), the lanes scaled
+//! block's integer sum is kept in lanes of a fixed layout (quads of byte products scaled by their sub-block
+//! scales for the K-quants' 256-value blocks, [`super_blocks`]; quads of byte products for the 32-value
+//! blocks, [`quads`]), the lanes scaled
 //! and added across blocks in 16 float32 lanes (one fused multiply-add per block, as ggml's x86 kernels add
 //! theirs), and those summed in a fixed float64 tree ([`lanes`]), so a product differs from llama.cpp's by
 //! float32 rounding only, and has the same bits on every instruction set.
@@ -90,9 +91,9 @@ macro_rules! kernels {
 }
 
 mod lanes;
-mod pairs;
 mod quads;
 mod row_terms;
+mod super_blocks;
 
 /// How a weight type's blocks add their mins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,8 +141,8 @@ impl IntLayout {
         self.kind
     }
 
-    /// Whether the blocks hold 32 values (multiplied as bytes) rather than 256 (as 16-bit pairs).
-    fn bytes(&self) -> bool {
+    /// Whether the blocks hold 32 values rather than 256.
+    fn short_blocks(&self) -> bool {
         self.kind.block_len() == 32
     }
 }
@@ -151,15 +152,13 @@ pub struct IntRows {
     layout: IntLayout,
     rows: usize,
     cols: usize,
-    /// 256-value blocks: `rows × cols` quants with their sub-block scale folded in (empty otherwise).
-    q: Vec<i16>,
+    /// 256-value blocks: per row, its blocks as the kernels read them (empty otherwise).
+    supers: Vec<SuperBlock>,
     /// 32-value blocks: per row, its blocks two at a time as the byte kernels read them (a row of an odd
     /// count ends with a block of zeros under a factor 0); empty otherwise.
     pairs: Vec<BytePair>,
     /// Per block: `D` and `M` (zero where the type has no min).
     dm: Vec<[f32; 2]>,
-    /// Per sub-block: the min `m` (empty unless the type has sub-block mins).
-    mins: Vec<i16>,
 }
 
 impl IntRows {
@@ -175,23 +174,14 @@ impl IntRows {
             // Rows of no columns hold no blocks: their products are the empty sum, which the caller's zeros are.
             rows: (blocks * len).checked_div(cols).unwrap_or(0),
             cols,
-            q: vec![0; if layout.bytes() { 0 } else { blocks * len }],
+            supers: Vec::new(),
             pairs: Vec::new(),
             dm: vec![[0.0; 2]; blocks],
-            mins: match layout.offset {
-                Offset::SubBlocks => vec![0; blocks * len / layout.group],
-                _ => Vec::new(),
-            },
         };
-        let groups = len / layout.group;
-        let mut wide = [0i16; 32];
+        let mut wide = [0i8; 32];
         for (b, block) in bytes.chunks_exact(block_bytes).enumerate() {
-            let mins = match layout.offset {
-                Offset::SubBlocks => &mut out.mins[b * groups..(b + 1) * groups],
-                _ => &mut [][..],
-            };
-            if layout.bytes() {
-                out.dm[b] = decode_block(layout.ty, block, &mut wide, mins);
+            if layout.short_blocks() {
+                out.dm[b] = decode_short(layout.ty, block, &mut wide);
                 // (`max(1)`: rows of no columns are no rows, whatever their blocks, and nothing reads them.)
                 let n_blocks = (cols / len).max(1);
                 let (row, at) = (b / n_blocks, b % n_blocks);
@@ -200,18 +190,32 @@ impl IntRows {
                 }
                 let pair = out.pairs.last_mut().expect("pushed at the pair's first block");
                 let half = 32 * (at % 2);
-                for (q, &v) in pair.w[half..half + 32].iter_mut().zip(&wide) {
-                    // Every 32-value type's integers fit a signed byte.
-                    *q = v as i8;
-                }
+                pair.w[half..half + 32].copy_from_slice(&wide);
                 for (j, quad) in pair.w[half..half + 32].chunks_exact(4).enumerate() {
                     pair.minus_offset[half / 4 + j] = -128 * quad.iter().map(|&v| v as i32).sum::<i32>();
                 }
                 pair.d[half / 4..half / 4 + 8].fill(out.dm[b][0]);
                 debug_assert_eq!(out.pairs.len(), row * n_blocks.div_ceil(2) + at / 2 + 1);
             } else {
-                let q = &mut out.q[b * len..(b + 1) * len];
-                out.dm[b] = decode_block(layout.ty, block, q, mins);
+                let mut sb = SuperBlock::ZERO;
+                let mut scales = [0i16; 16];
+                out.dm[b] = decode_super(layout.ty, block, &mut sb.q, &mut scales, &mut sb.mins);
+                // Pairs 8j to 8j + 7 of the flattened groups hold values 16j to 16j + 15, under scale j.
+                for (c, &scale) in sb.c.as_flattened_mut().chunks_exact_mut(8).zip(&scales) {
+                    c.fill(scale);
+                }
+                // Quad j holds values 4j to 4j + 3, under scale j / 4, and goes to lane j mod 16. (Loops of
+                // fixed lengths over whole arrays, which the compiler vectorizes.)
+                let mut quads = [0i32; QK_K / 4];
+                for (s, q) in quads.iter_mut().zip(sb.q.chunks_exact(4)) {
+                    *s = q.iter().map(|&v| v as i32).sum();
+                }
+                for (g, quads) in quads.chunks_exact(16).enumerate() {
+                    for (l, (lane, &s)) in sb.minus_offset.iter_mut().zip(quads).enumerate() {
+                        *lane -= 128 * scales[4 * g + l / 4] as i32 * s;
+                    }
+                }
+                out.supers.push(sb);
             }
         }
         out
@@ -229,15 +233,15 @@ impl IntRows {
             x.q8.kind, self.layout.kind,
             "activations in the blocks of the weight's type"
         );
-        assert!(x.q8.cols == self.cols && xs.len() <= ACT_ROWS && xs.end <= x.sums.len());
+        assert!(x.q8.cols == self.cols && xs.len() <= ACT_ROWS && xs.end <= x.rows);
         assert!(xs.is_empty() || (xs.len() - 1) * ld + self.rows <= out.len());
         if xs.is_empty() {
             return;
         }
-        let kernel = if self.layout.bytes() {
+        let kernel = if self.layout.short_blocks() {
             quads::kernel()
         } else {
-            pairs::kernel()
+            super_blocks::kernel()
         };
         // SAFETY: the kernels returned are only those whose instruction sets the CPU has.
         unsafe { kernel(self, x, xs, out, ld) }
@@ -264,17 +268,44 @@ impl BytePair {
     };
 }
 
+/// A 256-value block of a weight row as the K-quant kernels read it: the quants without their scales, as
+/// signed bytes; per group of 64 values, each 16-bit pair's sub-block scale `c` (pair `k` of group `g` holds
+/// values `64g + 2k` and `64g + 2k + 1`, inside one sub-block); what the kernels take back for their
+/// activations' offset of 128 (`−128 · Σ c·q` over each lane's values); and the sub-block mins `m` (zeros
+/// past the type's count of sub-blocks, and for types without mins). Aligned to a cache line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct SuperBlock {
+    q: [i8; QK_K],
+    c: [[i16; 32]; 4],
+    minus_offset: [i32; 16],
+    mins: [i16; 16],
+}
+
+impl SuperBlock {
+    /// A block of zeros.
+    const ZERO: Self = SuperBlock {
+        q: [0; QK_K],
+        c: [[0; 32]; 4],
+        minus_offset: [0; 16],
+        mins: [0; 16],
+    };
+}
+
 /// Activation rows quantized for one weight layout, with what its kernels read besides the quants: the
 /// sub-block sums of the types with sub-block mins (what Q8_K keeps as `bsums`), the quants as bytes and the
 /// scales per pair of blocks for the 32-value blocks.
 pub struct Activations<'a> {
     q8: &'a Q8Rows,
-    /// Per row, the sums of its quants over the layout's sub-blocks (empty lists without sub-block mins).
-    sums: Vec<Vec<i32>>,
+    /// How many rows.
+    rows: usize,
+    /// Per row and 256-value block, the sums of its quants over the layout's sub-blocks, zeros past their
+    /// count (empty without sub-block mins). A sum of at most 32 quants fits 16 bits.
+    sums: Vec<[i16; 16]>,
     /// 32-value blocks: the quants as signed bytes, each row padded with zeros to an even count of blocks
     /// (empty otherwise).
     bytes: Vec<i8>,
-    /// 32-value blocks: the quants plus 128, as unsigned bytes, rows padded as `bytes` (empty otherwise).
+    /// The quants plus 128, as unsigned bytes; for 32-value blocks, rows padded as `bytes`.
     offset_bytes: Vec<u8>,
     /// 32-value blocks: per row and pair of blocks, the first block's scale `d` in lanes 0–7 and the second's
     /// in lanes 8–15 (0 past an odd count), as the kernels multiply them into the weights' (empty otherwise).
@@ -290,16 +321,20 @@ impl<'a> Activations<'a> {
             "activations in the blocks of the weight's type"
         );
         let n = q8.q.len() / q8.cols.max(1);
-        let sums = (0..n)
-            .map(|a| match layout.offset {
-                Offset::SubBlocks => q8.q[a * q8.cols..(a + 1) * q8.cols]
-                    .chunks_exact(layout.group)
-                    .map(|g| g.iter().map(|&v| v as i32).sum())
-                    .collect(),
-                _ => Vec::new(),
-            })
-            .collect();
-        let (bytes, pair_scales) = match layout.bytes() {
+        let sums = match layout.offset {
+            Offset::SubBlocks => q8.q[..n * q8.cols]
+                .chunks_exact(QK_K)
+                .map(|block| {
+                    let mut sums = [0i16; 16];
+                    for (s, g) in sums.iter_mut().zip(block.chunks_exact(layout.group)) {
+                        *s = g.iter().sum();
+                    }
+                    sums
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let (bytes, pair_scales) = match layout.short_blocks() {
             true => {
                 let n_blocks = q8.cols / 32;
                 let padded = 64 * n_blocks.div_ceil(2);
@@ -322,9 +357,14 @@ impl<'a> Activations<'a> {
             }
             false => (Vec::new(), Vec::new()),
         };
-        let offset_bytes = bytes.iter().map(|&v| (v as i16 + 128) as u8).collect();
+        let offset_bytes = match layout.short_blocks() {
+            true => bytes.iter().map(|&v| (v as i16 + 128) as u8).collect(),
+            // Q8_K quants lie in [−128, 127] (`min(127, round(iscale · x))`).
+            false => q8.q.iter().map(|&v| u8::try_from(v + 128).expect("a Q8_K quant")).collect(),
+        };
         Activations {
             q8,
+            rows: n,
             sums,
             bytes,
             offset_bytes,
@@ -339,15 +379,16 @@ pub const ACT_ROWS: usize = 4;
 /// A kernel of [`IntRows::dots`]: weight rows, activations, the activation rows, output and its row stride.
 type Kernel = unsafe fn(&IntRows, &Activations, Range<usize>, &mut [f32], usize);
 
-/// Decodes one block of `ty` into `q` (sub-block scales folded in) and `mins`; returns `[D, M]`.
-fn decode_block(ty: GgmlType, b: &[u8], q: &mut [i16], mins: &mut [i16]) -> [f32; 2] {
+/// Decodes one 32-value block of `ty` into `q` (every such type's integers fit a signed byte); returns
+/// `[D, M]`.
+fn decode_short(ty: GgmlType, b: &[u8], q: &mut [i8; 32]) -> [f32; 2] {
     use GgmlType::*;
     match ty {
         Q4_0 | Q4_1 => {
             let (off, start) = if ty == Q4_0 { (8, 2) } else { (0, 4) };
             for (j, &byte) in b[start..start + 16].iter().enumerate() {
-                q[j] = (byte & 0x0F) as i16 - off;
-                q[j + 16] = (byte >> 4) as i16 - off;
+                q[j] = (byte & 0x0F) as i8 - off;
+                q[j + 16] = (byte >> 4) as i8 - off;
             }
             [f16_at(b, 0), if ty == Q4_1 { f16_at(b, 2) } else { 0.0 }]
         }
@@ -357,45 +398,54 @@ fn decode_block(ty: GgmlType, b: &[u8], q: &mut [i16], mins: &mut [i16]) -> [f32
             for (j, &byte) in b[h + 4..h + 20].iter().enumerate() {
                 let hi0 = ((qh >> j) & 1) << 4;
                 let hi1 = ((qh >> (j + 16)) & 1) << 4;
-                q[j] = ((byte & 0x0F) as u32 | hi0) as i16 - off;
-                q[j + 16] = ((byte >> 4) as u32 | hi1) as i16 - off;
+                q[j] = ((byte & 0x0F) as u32 | hi0) as i8 - off;
+                q[j + 16] = ((byte >> 4) as u32 | hi1) as i8 - off;
             }
             [f16_at(b, 0), if ty == Q5_1 { f16_at(b, 2) } else { 0.0 }]
         }
         Q8_0 => {
             for (q, &v) in q.iter_mut().zip(&b[2..34]) {
-                *q = v as i8 as i16;
+                *q = v as i8;
             }
             [f16_at(b, 0), 0.0]
         }
+        _ => unreachable!("IntLayout::of admits only the 32-value types decoded here"),
+    }
+}
+
+/// Decodes one 256-value block of `ty` into its quants `q` (as signed bytes, without their scales), the scale
+/// `c` of each 16 values (a sub-block of 32 gives its two halves the same) and its sub-blocks' `mins` (left
+/// as they are past their count); returns `[D, M]`.
+fn decode_super(ty: GgmlType, b: &[u8], q: &mut [i8; QK_K], c: &mut [i16; 16], mins: &mut [i16; 16]) -> [f32; 2] {
+    use GgmlType::*;
+    match ty {
         Q2_K => {
             let (scales, qs) = (&b[0..16], &b[16..80]);
-            for (i, q) in q.iter_mut().enumerate().take(QK_K) {
+            for (i, q) in q.iter_mut().enumerate() {
                 let (half, shift, p) = (i / 128, (i % 128) / 32, i % 32);
-                let v = (qs[half * 32 + p] >> (2 * shift)) & 3;
-                *q = (scales[i / 16] & 0x0F) as i16 * v as i16;
+                *q = ((qs[half * 32 + p] >> (2 * shift)) & 3) as i8;
             }
-            for (m, &s) in mins.iter_mut().zip(scales) {
+            for ((c, m), &s) in c.iter_mut().zip(mins.iter_mut()).zip(scales) {
+                *c = (s & 0x0F) as i16;
                 *m = (s >> 4) as i16;
             }
             [f16_at(b, 80), f16_at(b, 82)]
         }
         Q3_K => {
             let (hmask, qs, sc) = (&b[0..32], &b[32..96], &b[96..108]);
-            let scale: [i16; 16] = std::array::from_fn(|i| {
+            for (i, c) in c.iter_mut().enumerate() {
                 let low = (sc[i % 8] >> (4 * (i / 8))) & 0x0F;
                 let high = (sc[8 + i % 4] >> (2 * (i / 4))) & 0x03;
-                (low | (high << 4)) as i16 - 32
-            });
-            for (i, q) in q.iter_mut().enumerate().take(QK_K) {
+                *c = (low | (high << 4)) as i16 - 32;
+            }
+            for (i, q) in q.iter_mut().enumerate() {
                 let (half, shift, p) = (i / 128, (i % 128) / 32, i % 32);
-                let low = ((qs[half * 32 + p] >> (2 * shift)) & 3) as i16;
-                let v = if (hmask[p] >> (i / 32)) & 1 == 1 {
+                let low = ((qs[half * 32 + p] >> (2 * shift)) & 3) as i8;
+                *q = if (hmask[p] >> (i / 32)) & 1 == 1 {
                     low
                 } else {
                     low - 4
                 };
-                *q = scale[i / 16] * v;
             }
             [f16_at(b, 108), 0.0]
         }
@@ -407,20 +457,21 @@ fn decode_block(ty: GgmlType, b: &[u8], q: &mut [i16], mins: &mut [i16]) -> [f32
                 (None, &b[16..144])
             };
             // Sub-block by sub-block, so that the compiler vectorizes each loop of 32 values.
-            for (j, q) in q[..QK_K].chunks_exact_mut(32).enumerate() {
-                let (src, shift, scale) = (&qs[(j / 2) * 32..][..32], 4 * (j % 2), sc[j] as i16);
+            for (j, q) in q.chunks_exact_mut(32).enumerate() {
+                let (src, shift) = (&qs[(j / 2) * 32..][..32], 4 * (j % 2));
                 match qh {
                     Some(qh) => {
                         for ((q, &l), &h) in q.iter_mut().zip(src).zip(qh) {
-                            *q = scale * (((l >> shift) & 0x0F) | (((h >> j) & 1) << 4)) as i16;
+                            *q = (((l >> shift) & 0x0F) | (((h >> j) & 1) << 4)) as i8;
                         }
                     }
                     None => {
                         for (q, &l) in q.iter_mut().zip(src) {
-                            *q = scale * ((l >> shift) & 0x0F) as i16;
+                            *q = ((l >> shift) & 0x0F) as i8;
                         }
                     }
                 }
+                c[2 * j..2 * j + 2].fill(sc[j] as i16);
             }
             for (m, &v) in mins.iter_mut().zip(&mn) {
                 *m = v as i16;
@@ -430,18 +481,19 @@ fn decode_block(ty: GgmlType, b: &[u8], q: &mut [i16], mins: &mut [i16]) -> [f32
         Q6_K => {
             let (ql, qh, scales) = (&b[0..128], &b[128..192], &b[192..208]);
             // Sixteen values at a time (one scale), so that the compiler vectorizes each loop.
-            for (g, q) in q[..QK_K].chunks_exact_mut(16).enumerate() {
+            for (g, q) in q.chunks_exact_mut(16).enumerate() {
                 let (half, quarter, p0) = (g / 8, (g % 8) / 2, 16 * (g % 2));
                 let l = &ql[half * 64 + 32 * (quarter % 2) + p0..][..16];
                 let h = &qh[half * 32 + p0..][..16];
-                let (l_shift, h_shift, scale) = (4 * (quarter / 2), 2 * quarter, scales[g] as i8 as i16);
+                let (l_shift, h_shift) = (4 * (quarter / 2), 2 * quarter);
                 for ((q, &l), &h) in q.iter_mut().zip(l).zip(h) {
-                    *q = scale * ((((l >> l_shift) & 0x0F) | (((h >> h_shift) & 0x03) << 4)) as i16 - 32);
+                    *q = (((l >> l_shift) & 0x0F) | (((h >> h_shift) & 0x03) << 4)) as i8 - 32;
                 }
+                c[g] = scales[g] as i8 as i16;
             }
             [f16_at(b, 208), 0.0]
         }
-        _ => unreachable!("IntLayout::of admits only the types decoded here"),
+        _ => unreachable!("IntLayout::of admits only the 256-value types decoded here"),
     }
 }
 
@@ -504,11 +556,12 @@ mod tests {
 
     /// Value `i`'s integer (its sub-block scale folded in), from whichever form the layout keeps.
     fn quant(w: &IntRows, i: usize) -> i32 {
-        if w.layout.bytes() {
+        if w.layout.short_blocks() {
             let (row, col) = (i / w.cols, i % w.cols);
             w.pairs[row * (w.cols / 32).div_ceil(2) + col / 64].w[col % 64] as i32
         } else {
-            w.q[i] as i32
+            let (block, p) = (&w.supers[i / QK_K], i % QK_K);
+            block.c[p / 64][(p % 64) / 2] as i32 * block.q[p] as i32
         }
     }
 
@@ -525,7 +578,7 @@ mod tests {
                 v += match layout.offset {
                     Offset::None => 0.0,
                     Offset::Block => m as f64,
-                    Offset::SubBlocks => -(m as f64) * rows.mins[i / layout.group] as f64,
+                    Offset::SubBlocks => -(m as f64) * rows.supers[i / len].mins[(i % len) / layout.group] as f64,
                 };
                 let tol =
                     4.0 * f32::EPSILON as f64 * (d.abs() as f64 * 4096.0 + m.abs() as f64 * 64.0);
@@ -558,9 +611,9 @@ mod tests {
                     unsafe { kernel(&w, &acts, 0..3, &mut out, ROWS) };
                     out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
                 };
-                let kernels = match layout.bytes() {
+                let kernels = match layout.short_blocks() {
                     true => quads::kernels(),
-                    false => pairs::kernels(),
+                    false => super_blocks::kernels(),
                 };
                 let want = run(kernels[0].1);
                 assert!(want.iter().all(|&b| f32::from_bits(b).is_finite()));

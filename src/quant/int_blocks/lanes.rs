@@ -179,7 +179,7 @@ unsafe fn h8(acc: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512d {
 /// The CPU must have AVX.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn last_two(h4: std::arch::x86_64::__m256d) -> f64 {
+pub(super) unsafe fn last_two(h4: std::arch::x86_64::__m256d) -> f64 {
     use std::arch::x86_64::*;
     // SAFETY: the caller's CPU has AVX.
     unsafe {

@@ -12,7 +12,7 @@
 
 use super::lanes::{Lanes, Portable};
 use super::row_terms::{all_rows, BlockProducts};
-use super::{Activations, BytePair, IntRows, Kernel, ACT_ROWS};
+use super::{Activations, BytePair, IntRows, Kernel, Offset, ACT_ROWS};
 use std::marker::PhantomData;
 use std::ops::Range;
 
@@ -37,7 +37,7 @@ impl<L: QuadLanes> BlockProducts for Quads<L> {
         r: usize,
         x: &Activations,
         rows: [usize; ACT_ROWS],
-    ) {
+    ) -> [f64; ACT_ROWS] {
         // Rows of weights and of activations are padded to whole pairs of blocks, with zeros under factors 0.
         let pairs = (w.cols / 32).div_ceil(2);
         let wp = &w.pairs[r * pairs..(r + 1) * pairs];
@@ -62,7 +62,36 @@ impl<L: QuadLanes> BlockProducts for Quads<L> {
                 acc[i] = unsafe { L::add_pair(acc[i], &wv, &*xb[i].add(p), &*xu[i].add(p), &*xd[i].add(p)) };
             }
         }
+        block_mins(w, r, x, rows)
     }
+}
+
+/// For weight row `r` and the activation rows `rows`: Q4_1's and Q5_1's min terms `Σ_blocks fl(M·s)`, with
+/// Q8_1's sums `s`, added in float32 in block order as ggml adds them (zero for the other types). A pass of
+/// its own, so that the loop of block products holds nothing else; the rows' sums are independent, so their
+/// additions overlap.
+#[inline(always)]
+fn block_mins(w: &IntRows, r: usize, x: &Activations, rows: [usize; ACT_ROWS]) -> [f64; ACT_ROWS] {
+    let mut sums = [0.0f32; ACT_ROWS];
+    if w.layout.offset == Offset::Block {
+        let n_blocks = w.cols / 32;
+        let dm = &w.dm[r * n_blocks..(r + 1) * n_blocks];
+        // (Loops, not `map`, which the compiler left as calls.)
+        let mut s: [&[f32]; ACT_ROWS] = [&[]; ACT_ROWS];
+        for (s, &a) in s.iter_mut().zip(&rows) {
+            *s = &x.q8.s[a * n_blocks..(a + 1) * n_blocks];
+        }
+        for (b, &[_, mw]) in dm.iter().enumerate() {
+            for (m, s) in sums.iter_mut().zip(&s) {
+                *m += mw * s[b];
+            }
+        }
+    }
+    let mut terms = [0.0; ACT_ROWS];
+    for (t, &m) in terms.iter_mut().zip(&sums) {
+        *t = m as f64;
+    }
+    terms
 }
 
 /// How a kernel forms two 32-value blocks' integer quad lanes and adds them, scaled, into its float32 lanes.
