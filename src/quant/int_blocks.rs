@@ -11,33 +11,36 @@
 //! - `fl(D·d) · Σ q·qx` for the rest,
 //!
 //! where the sums are exact integers and `fl` is a float32 product, the same float32 numbers ggml forms. ggml
-//! then adds the blocks' terms in float32 lanes in an order of its kernel and instruction set; here each
-//! block's integer sum is kept in lanes of a fixed layout (quads of byte products scaled by their sub-block
-//! scales for the K-quants' 256-value blocks, [`super_blocks`]; quads of byte products for the 32-value
-//! blocks, [`quads`]), the lanes scaled
-//! and added across blocks in 16 float32 lanes (one fused multiply-add per block, as ggml's x86 kernels add
-//! theirs), and those summed in a fixed float64 tree ([`lanes`]), so a product differs from llama.cpp's by
-//! float32 rounding only, and has the same bits on every instruction set.
+//! then adds the blocks' terms in float32 in an order of its kernel and instruction set; here the order is
+//! fixed, so a product differs from llama.cpp's by float32 rounding only, and has the same bits on every
+//! instruction set:
+//!
+//! - the 32-value blocks ([`quads`]): each block's integer sum kept in 8 lanes of byte-product quads, added
+//!   across blocks into 16 float32 lanes (one fused multiply-add per block, as ggml's x86 kernels add theirs)
+//!   and those summed in a fixed float64 tree ([`lanes`]);
+//! - the 256-value blocks ([`super_blocks`]): sixteen weight rows at a time, each block's whole integer sum
+//!   added across blocks into one float32 sum per row by one fused multiply-add, the mins' term into a second
+//!   one, the two added in float64.
 
 use super::q8::{Q8Kind, Q8Rows};
 use super::{f16_at, GgmlType, QK_K};
 use std::ops::Range;
 
-/// A block length's kernels of [`IntRows::dots`], each adding its blocks' products through `$products` over
-/// lanes of its instruction set: `portable` (plain Rust lanes, compiled for NEON too); one x86 kernel per row
+/// A block length's kernels of [`IntRows::dots`], each the generic `$run` over the operations of its
+/// instruction set: `portable` (plain Rust lanes, compiled for NEON too); one x86 kernel per row
 /// `($label, [$feature…], $kernel, $lanes)` of the table, fastest first, compiled for its features; `kernel()`,
 /// the first x86 kernel whose features the CPU has (detected at run time), else the portable one; and for the
 /// tests `kernels()`, every kernel the CPU runs by name, the portable one first. Each feature list serves both
 /// the compilation and the detection.
 macro_rules! kernels {
-    ($products:ident;
+    ($run:ident;
      $($(#[$doc:meta])* ($label:literal, [$($feature:tt),+], $kernel:ident, $lanes:ty)),+ $(,)?) => {
         /// The portable kernel (NEON and others), compiled for each instruction set; the arithmetic is that of
         /// the intrinsic kernels.
         #[multiversion::multiversion(targets("aarch64+neon"))]
         fn portable(w: &IntRows, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
             // SAFETY: the portable lanes need no instruction set.
-            unsafe { all_rows::<$products<super::lanes::Portable>>(w, x, xs, out, ld) }
+            unsafe { $run::<super::lanes::Portable>(w, x, xs, out, ld) }
         }
 
         $(
@@ -55,7 +58,7 @@ macro_rules! kernels {
                 ld: usize,
             ) {
                 // SAFETY: the CPU has the function's instruction sets.
-                unsafe { all_rows::<$products<$lanes>>(w, x, xs, out, ld) }
+                unsafe { $run::<$lanes>(w, x, xs, out, ld) }
             }
         )+
 
@@ -92,7 +95,6 @@ macro_rules! kernels {
 
 mod lanes;
 mod quads;
-mod row_terms;
 mod super_blocks;
 
 /// How a weight type's blocks add their mins.
@@ -152,8 +154,9 @@ pub struct IntRows {
     layout: IntLayout,
     rows: usize,
     cols: usize,
-    /// 256-value blocks: per row, its blocks as the kernels read them (empty otherwise).
-    supers: Vec<SuperBlock>,
+    /// 256-value blocks: per group of [`ROW_GROUP`] rows (the last one padded with rows of zeros), its blocks
+    /// as the kernels read them (empty otherwise).
+    row_blocks: Vec<RowBlock>,
     /// 32-value blocks: per row, its blocks two at a time as the byte kernels read them (a row of an odd
     /// count ends with a block of zeros under a factor 0); empty otherwise.
     pairs: Vec<BytePair>,
@@ -174,7 +177,7 @@ impl IntRows {
             // Rows of no columns hold no blocks: their products are the empty sum, which the caller's zeros are.
             rows: (blocks * len).checked_div(cols).unwrap_or(0),
             cols,
-            supers: Vec::new(),
+            row_blocks: Vec::new(),
             pairs: Vec::new(),
             dm: vec![[0.0; 2]; blocks],
         };
@@ -197,25 +200,31 @@ impl IntRows {
                 pair.d[half / 4..half / 4 + 8].fill(out.dm[b][0]);
                 debug_assert_eq!(out.pairs.len(), row * n_blocks.div_ceil(2) + at / 2 + 1);
             } else {
-                let mut sb = SuperBlock::ZERO;
-                let mut scales = [0i16; 16];
-                out.dm[b] = decode_super(layout.ty, block, &mut sb.q, &mut scales, &mut sb.mins);
-                // Pairs 8j to 8j + 7 of the flattened groups hold values 16j to 16j + 15, under scale j.
-                for (c, &scale) in sb.c.as_flattened_mut().chunks_exact_mut(8).zip(&scales) {
-                    c.fill(scale);
+                // (`max(1)`: rows of no columns are no rows, whatever their blocks, and nothing reads them.)
+                let n_blocks = (cols / len).max(1);
+                let (row, at) = (b / n_blocks, b % n_blocks);
+                if row % ROW_GROUP == 0 && at == 0 {
+                    out.row_blocks.resize(out.row_blocks.len() + n_blocks, RowBlock::ZERO);
                 }
-                // Quad j holds values 4j to 4j + 3, under scale j / 4, and goes to lane j mod 16. (Loops of
-                // fixed lengths over whole arrays, which the compiler vectorizes.)
-                let mut quads = [0i32; QK_K / 4];
-                for (s, q) in quads.iter_mut().zip(sb.q.chunks_exact(4)) {
-                    *s = q.iter().map(|&v| v as i32).sum();
+                let (mut q, mut scales, mut mins) = ([0i8; QK_K], [0i16; 16], [0i16; 16]);
+                out.dm[b] = decode_super(layout.ty, block, &mut q, &mut scales, &mut mins);
+                let rb = &mut out.row_blocks[(row / ROW_GROUP) * n_blocks + at];
+                let r = row % ROW_GROUP;
+                for (lanes, quad) in rb.q.iter_mut().zip(q.chunks_exact(4)) {
+                    lanes[4 * r..4 * r + 4].copy_from_slice(quad);
                 }
-                for (g, quads) in quads.chunks_exact(16).enumerate() {
-                    for (l, (lane, &s)) in sb.minus_offset.iter_mut().zip(quads).enumerate() {
-                        *lane -= 128 * scales[4 * g + l / 4] as i32 * s;
-                    }
+                let per_sub = layout.group / 16;
+                for (c, &scale) in rb.c.iter_mut().zip(scales.iter().step_by(per_sub)) {
+                    c[r] = scale as i32;
                 }
-                out.supers.push(sb);
+                let weighted: i32 = (q.chunks_exact(16).zip(&scales))
+                    .map(|(q, &c)| c as i32 * q.iter().map(|&v| v as i32).sum::<i32>())
+                    .sum();
+                rb.minus_offset[r] = -128 * weighted;
+                for (m, pair) in rb.m.iter_mut().zip(mins.chunks_exact(2)) {
+                    m[r] = (pair[0] as u16 as u32 | (pair[1] as u16 as u32) << 16) as i32;
+                }
+                [rb.d[r], rb.dmin[r]] = out.dm[b];
             }
         }
         out
@@ -223,11 +232,9 @@ impl IntRows {
 
     /// The dot products of every row with rows `xs` of `x` (at most [`ACT_ROWS`]): row `a`'s product with
     /// weight row `r` goes to `out[(a − xs.start) · ld + r]`. As ggml computes them up to the order of the
-    /// float32 additions (the module's documentation): each block's integer sum kept in lanes, the lanes scaled
-    /// by the block's float32 factor and added across blocks in float32 (one fused multiply-add), the min terms
-    /// added in float32 in block order, then the lanes added in float64 in a fixed tree, the min terms added,
-    /// and the sum rounded once. The order is fixed, so the bits are the same on every instruction set:
-    /// AVX-512 and AVX2 run kernels written with intrinsics, chosen at run time; other CPUs a portable one.
+    /// float32 additions, which is fixed (the module's documentation), so the bits are the same on every
+    /// instruction set: AVX-512 and AVX2 run kernels written with intrinsics, chosen at run time; other CPUs a
+    /// portable one.
     pub fn dots(&self, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
         assert_eq!(
             x.q8.kind, self.layout.kind,
@@ -268,27 +275,34 @@ impl BytePair {
     };
 }
 
-/// A 256-value block of a weight row as the K-quant kernels read it: the quants without their scales, as
-/// signed bytes; per group of 64 values, each 16-bit pair's sub-block scale `c` (pair `k` of group `g` holds
-/// values `64g + 2k` and `64g + 2k + 1`, inside one sub-block); what the kernels take back for their
-/// activations' offset of 128 (`−128 · Σ c·q` over each lane's values); and the sub-block mins `m` (zeros
-/// past the type's count of sub-blocks, and for types without mins). Aligned to a cache line.
+/// Weight rows a [`RowBlock`] holds.
+const ROW_GROUP: usize = 16;
+
+/// One 256-value block of [`ROW_GROUP`] weight rows as the K-quant kernels read it, each field row by row: per
+/// quad `j` (values `4j` to `4j + 3`), every row's four quants without their scales, as signed bytes; per
+/// sub-block, every row's scale `c`; `−128 · Σ c·q` (what the kernels take back for their activations'
+/// offset of 128); per pair of sub-blocks, every row's two mins as the 16-bit halves of an i32 (zeros past the
+/// type's sub-blocks, and for types without mins); and every row's `D` and `M`. Aligned to a cache line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct SuperBlock {
-    q: [i8; QK_K],
-    c: [[i16; 32]; 4],
-    minus_offset: [i32; 16],
-    mins: [i16; 16],
+struct RowBlock {
+    q: [[i8; 4 * ROW_GROUP]; QK_K / 4],
+    c: [[i32; ROW_GROUP]; 16],
+    minus_offset: [i32; ROW_GROUP],
+    m: [[i32; ROW_GROUP]; 8],
+    d: [f32; ROW_GROUP],
+    dmin: [f32; ROW_GROUP],
 }
 
-impl SuperBlock {
+impl RowBlock {
     /// A block of zeros.
-    const ZERO: Self = SuperBlock {
-        q: [0; QK_K],
-        c: [[0; 32]; 4],
-        minus_offset: [0; 16],
-        mins: [0; 16],
+    const ZERO: Self = RowBlock {
+        q: [[0; 4 * ROW_GROUP]; QK_K / 4],
+        c: [[0; ROW_GROUP]; 16],
+        minus_offset: [0; ROW_GROUP],
+        m: [[0; ROW_GROUP]; 8],
+        d: [0.0; ROW_GROUP],
+        dmin: [0.0; ROW_GROUP],
     };
 }
 
@@ -560,9 +574,17 @@ mod tests {
             let (row, col) = (i / w.cols, i % w.cols);
             w.pairs[row * (w.cols / 32).div_ceil(2) + col / 64].w[col % 64] as i32
         } else {
-            let (block, p) = (&w.supers[i / QK_K], i % QK_K);
-            block.c[p / 64][(p % 64) / 2] as i32 * block.q[p] as i32
+            let (block, r, p) = row_block(w, i);
+            block.c[p / w.layout.group][r] * block.q[p / 4][4 * r + p % 4] as i32
         }
+    }
+
+    /// Where value `i` of 256-value blocks lies: its row block, its row there and its place in the block.
+    fn row_block(w: &IntRows, i: usize) -> (&RowBlock, usize, usize) {
+        let (row, col) = (i / w.cols, i % w.cols);
+        let n_blocks = w.cols / QK_K;
+        let block = &w.row_blocks[(row / ROW_GROUP) * n_blocks + col / QK_K];
+        (block, row % ROW_GROUP, col % QK_K)
     }
 
     /// Every admitted type: the integer form read back as `D·(c·q) − M·m` (or `+ M`) equals ggml's
@@ -578,7 +600,11 @@ mod tests {
                 v += match layout.offset {
                     Offset::None => 0.0,
                     Offset::Block => m as f64,
-                    Offset::SubBlocks => -(m as f64) * rows.supers[i / len].mins[(i % len) / layout.group] as f64,
+                    Offset::SubBlocks => {
+                        let (block, r, p) = row_block(&rows, i);
+                        let g = p / layout.group;
+                        -(m as f64) * (block.m[g / 2][r] >> (16 * (g % 2))) as i16 as f64
+                    }
                 };
                 let tol =
                     4.0 * f32::EPSILON as f64 * (d.abs() as f64 * 4096.0 + m.abs() as f64 * 64.0);

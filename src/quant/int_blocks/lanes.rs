@@ -1,5 +1,6 @@
-//! The 16 float32 lanes every integer kernel adds its scaled block sums into, and their fixed float64 total: one
-//! representation per instruction set, the same numbers on each.
+//! The instruction sets the integer kernels are written for, one marker type each (`Portable`, `Avx512`,
+//! `Avx2`), and the 16 float32 lanes the 32-value blocks' kernels add their scaled block sums into, with their
+//! fixed float64 total: one representation per instruction set, the same numbers on each.
 
 use super::ACT_ROWS;
 
@@ -38,7 +39,7 @@ pub(super) trait Lanes {
     }
 }
 
-/// Plain Rust lanes.
+/// Plain Rust, any CPU.
 pub(super) struct Portable;
 
 impl Lanes for Portable {
@@ -58,7 +59,7 @@ impl Lanes for Portable {
     }
 }
 
-/// AVX-512 lanes: one vector.
+/// AVX-512: lanes in one vector.
 #[cfg(target_arch = "x86_64")]
 pub(super) struct Avx512;
 
@@ -124,7 +125,7 @@ impl Lanes for Avx512 {
     }
 }
 
-/// AVX2 lanes: two vectors, lanes 0–7 and 8–15.
+/// AVX2: lanes in two vectors, 0–7 and 8–15.
 #[cfg(target_arch = "x86_64")]
 pub(super) struct Avx2;
 
@@ -179,7 +180,7 @@ unsafe fn h8(acc: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512d {
 /// The CPU must have AVX.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) unsafe fn last_two(h4: std::arch::x86_64::__m256d) -> f64 {
+unsafe fn last_two(h4: std::arch::x86_64::__m256d) -> f64 {
     use std::arch::x86_64::*;
     // SAFETY: the caller's CPU has AVX.
     unsafe {

@@ -11,58 +11,58 @@
 //! activations with the weights' signs, as ggml does, then `vpmaddwd` by ones).
 
 use super::lanes::{Lanes, Portable};
-use super::row_terms::{all_rows, BlockProducts};
 use super::{Activations, BytePair, IntRows, Kernel, Offset, ACT_ROWS};
-use std::marker::PhantomData;
 use std::ops::Range;
 
 kernels!(
-    Quads;
+    rows;
     /// AVX-512 VNNI's `vpdpbusd` on 64 byte products at a time.
     ("AVX-512 VNNI", ["avx512f", "avx512bw", "avx512vnni"], avx512_vnni, super::lanes::Avx512),
     /// AVX2's `vpmaddubsw` and `vpmaddwd` on 32 byte products at a time.
     ("AVX2", ["avx2", "fma"], avx2, super::lanes::Avx2),
 );
 
-/// Block products on bytes, two blocks at a time, in lanes `L`.
-struct Quads<L>(PhantomData<L>);
-
-impl<L: QuadLanes> BlockProducts for Quads<L> {
-    type L = L;
-
-    #[inline(always)]
-    unsafe fn row(
-        acc: &mut [L::Acc; ACT_ROWS],
-        w: &IntRows,
-        r: usize,
-        x: &Activations,
-        rows: [usize; ACT_ROWS],
-    ) -> [f64; ACT_ROWS] {
-        // Rows of weights and of activations are padded to whole pairs of blocks, with zeros under factors 0.
-        let pairs = (w.cols / 32).div_ceil(2);
-        let wp = &w.pairs[r * pairs..(r + 1) * pairs];
-        // Each activation row's bytes, offset bytes and pair scales as raw pointers, checked once here: as
-        // slices (a pointer and a length each, twelve in all) they left too few registers for the loop.
-        let n = x.pair_scales.len() / pairs;
-        assert!(rows.iter().all(|&a| a < n) && x.bytes.len() == n * 64 * pairs);
-        // (Loops, not `map`, which the compiler left as calls.)
-        let mut xb: [*const [i8; 64]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        let mut xu: [*const [u8; 64]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        let mut xd: [*const [f32; 16]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        for (i, &a) in rows.iter().enumerate() {
-            xb[i] = x.bytes[a * 64 * pairs..].as_ptr().cast();
-            xu[i] = x.offset_bytes[a * 64 * pairs..].as_ptr().cast();
-            xd[i] = x.pair_scales[a * pairs..].as_ptr();
-        }
+/// [`IntRows::dots`] on bytes, in lanes `L`: per weight row, each block pair's products added into the 16
+/// float32 lanes of every slot, then the lanes' fixed float64 total ([`Lanes::totals`]) plus the min terms.
+///
+/// # Safety
+/// The CPU must have `L`'s instruction sets.
+#[inline(always)]
+unsafe fn rows<L: QuadLanes>(w: &IntRows, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
+    // Every slot takes a row of `xs` (the last one repeated where `xs` is short), so the loops over slots have
+    // a fixed length and their accumulators stay in registers.
+    let slots: [usize; ACT_ROWS] = std::array::from_fn(|i| (xs.start + i).min(xs.end - 1));
+    // Rows of weights and of activations are padded to whole pairs of blocks, with zeros under factors 0.
+    let pairs = (w.cols / 32).div_ceil(2);
+    // Each activation row's bytes, offset bytes and pair scales as raw pointers, checked once here: as slices
+    // (a pointer and a length each, twelve in all) they left too few registers for the loop.
+    let n = x.rows;
+    assert!(slots.iter().all(|&a| a < n) && x.bytes.len() == n * 64 * pairs);
+    assert!(x.offset_bytes.len() == x.bytes.len() && x.pair_scales.len() == n * pairs);
+    // (Loops, not `map`, which the compiler left as calls.)
+    let mut xb: [*const [i8; 64]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
+    let mut xu: [*const [u8; 64]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
+    let mut xd: [*const [f32; 16]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
+    for (i, &a) in slots.iter().enumerate() {
+        xb[i] = x.bytes[a * 64 * pairs..].as_ptr().cast();
+        xu[i] = x.offset_bytes[a * 64 * pairs..].as_ptr().cast();
+        xd[i] = x.pair_scales[a * pairs..].as_ptr();
+    }
+    for (r, wp) in w.pairs.chunks_exact(pairs.max(1)).enumerate().take(w.rows) {
+        // SAFETY (here and below): the caller's CPU has `L`'s instruction set.
+        let mut acc = [unsafe { L::zero() }; ACT_ROWS];
         for (p, pair) in wp.iter().enumerate() {
-            // SAFETY: the caller's CPU has `L`'s instruction set; pair `p` lies inside every activation row
-            // (`rows[i] < n`, `p < pairs`).
+            // Pair `p` lies inside every activation row (`slots[i] < n`, `p < pairs`).
             let wv = unsafe { L::weights(pair) };
             for i in 0..ACT_ROWS {
                 acc[i] = unsafe { L::add_pair(acc[i], &wv, &*xb[i].add(p), &*xu[i].add(p), &*xd[i].add(p)) };
             }
         }
-        block_mins(w, r, x, rows)
+        let mins = block_mins(w, r, x, slots);
+        let terms = unsafe { L::totals(acc) };
+        for i in 0..xs.len() {
+            out[i * ld + r] = (terms[i] + mins[i]) as f32;
+        }
     }
 }
 

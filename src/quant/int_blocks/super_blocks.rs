@@ -1,386 +1,450 @@
 //! Products of the K-quants' 256-value blocks (ggml's super-blocks: Q2_K to Q6_K) with Q8_K activations, on
-//! bytes: each block's integer sum kept in 16 lanes, lane `l` summing `c·q·qx` over the values `p` with
-//! `(p mod 64) / 4 = l` (four consecutive values of each 64-value group), where `c` is the value's sub-block
-//! scale. A lane is exact in i32 and in float32 (`|c·q| ≤ 128·32` over 16 values, `|qx| ≤ 128`: below
-//! 2^23).
+//! bytes, sixteen weight rows at a time: every vector holds one lane per weight row of a [`RowBlock`], so a
+//! sub-block's products add up in its lanes before its scale multiplies them once.
 //!
-//! The weights' quants without their scales fit a signed byte (`q`, or `q − 32` for Q6_K, `q − 4` for Q3_K),
-//! the sub-block scales a 16-bit integer: the instruction sets multiply each value as bytes, 64 values an
-//! instruction with AVX-512BW and 32 with AVX2 (`vpmaddubsw`, the activations offset by 128 as the unsigned
-//! side, into 16-bit pair sums), then each pair by its scale and adjacent pairs together (`vpmaddwd`, into the
-//! quad lanes); the offset's product is taken back with the weights' own lane sums, so the lanes are exact.
-//!
-//! The sub-block mins of Q2_K, Q4_K and Q5_K (`−fl(d·M) · Σ_g m_g·Σ_g qx`) are kept in 8 more float32 lanes,
-//! as ggml's x86 kernels keep theirs: lane `j` takes `m_2j·s_2j + m_2j+1·s_2j+1` (the sub-blocks' mins and
-//! activation sums `s`, zeros past their count; exact integers) by one fused multiply-add per block, and the
-//! lanes are summed in a fixed float64 tree at the end.
+//! Per weight row, activation row and block, the integer sum `Σ c·q·qx` (`c` the value's sub-block scale) is
+//! formed exactly in i32: the quants `q` as signed bytes (`q`, `q − 32` for Q6_K, `q − 4` for Q3_K), the
+//! activations offset by 128 as unsigned bytes, four products at a time (`vpdpbusd` with AVX-512 VNNI,
+//! `vpmaddubsw` and `vpmaddwd` with AVX2), the sums of each sub-block multiplied by its scale, and the
+//! offset's product taken back with the weights' own sums (`−128 · Σ c·q`, kept with the block). That sum is
+//! converted to float32 (rounded to nearest beyond 2^24, as ggml's conversions are) and added in float32 in
+//! block order by one fused multiply-add with `fl(D·d)`. The sub-block mins of Q2_K, Q4_K and Q5_K
+//! (`−fl(d·M) · Σ_g m_g·s_g`, `s_g` the activations' sub-block sums, an exact integer) go the same way into a
+//! second float32 sum, as ggml keeps its mins apart; the result is the two sums added in float64 and rounded
+//! once. Every step is fixed, so the bits are the same on every instruction set.
 
-use super::lanes::{Lanes, Portable};
-use super::row_terms::{all_rows, BlockProducts};
-use super::{Activations, IntRows, Kernel, Offset, SuperBlock, ACT_ROWS};
+use super::{Activations, IntRows, Kernel, Offset, RowBlock, ACT_ROWS, ROW_GROUP};
 use crate::quant::QK_K;
-use std::marker::PhantomData;
 use std::ops::Range;
 
 kernels!(
-    SuperBlocks;
-    /// AVX-512BW's `vpmaddubsw` and `vpmaddwd` on 64 values at a time.
-    ("AVX-512BW", ["avx512f", "avx512bw"], avx512, super::lanes::Avx512),
-    /// AVX2's `vpmaddubsw` and `vpmaddwd` on 32 values at a time (as [`avx512`], in two halves).
+    rows;
+    /// AVX-512 VNNI's `vpdpbusd`: four products for each of the 16 rows an instruction.
+    ("AVX-512 VNNI", ["avx512f", "avx512bw", "avx512vnni"], avx512_vnni, super::lanes::Avx512),
+    /// AVX2's `vpmaddubsw` and `vpmaddwd` on the 16 rows in two vectors.
     ("AVX2", ["avx2", "fma"], avx2, super::lanes::Avx2),
 );
 
-/// Block products of 256-value blocks on bytes, in lanes `L`.
-struct SuperBlocks<L>(PhantomData<L>);
-
-impl<L: SuperLanes> BlockProducts for SuperBlocks<L> {
-    type L = L;
-
-    #[inline(always)]
-    unsafe fn row(
-        acc: &mut [L::Acc; ACT_ROWS],
-        w: &IntRows,
-        r: usize,
-        x: &Activations,
-        rows: [usize; ACT_ROWS],
-    ) -> [f64; ACT_ROWS] {
-        // SAFETY: as this function's.
-        unsafe {
-            match w.layout.offset {
-                Offset::SubBlocks => blocks::<L, true>(acc, w, r, x, rows),
-                _ => blocks::<L, false>(acc, w, r, x, rows),
-            }
-        }
-    }
-}
-
-/// [`BlockProducts::row`] of the 256-value blocks, with the sub-block mins' lanes where `MINS`.
+/// [`IntRows::dots`] of 256-value blocks with the operations of `V`.
 ///
 /// # Safety
-/// As [`BlockProducts::row`].
+/// The CPU must have `V`'s instruction sets.
 #[inline(always)]
-unsafe fn blocks<L: SuperLanes, const MINS: bool>(
-    acc: &mut [L::Acc; ACT_ROWS],
-    w: &IntRows,
-    r: usize,
-    x: &Activations,
-    rows: [usize; ACT_ROWS],
-) -> [f64; ACT_ROWS] {
-    {
-        let cols = w.cols;
-        let n_blocks = cols / QK_K;
-        let wr = &w.supers[r * n_blocks..(r + 1) * n_blocks];
-        let dm = &w.dm[r * n_blocks..(r + 1) * n_blocks];
-        // Each activation row's quants, offset bytes, scales and sub-block sums as raw pointers, checked once
-        // here (as slices they left too few registers for the loop).
-        let n = x.rows;
-        assert!(rows.iter().all(|&a| a < n) && x.q8.q.len() == n * cols && x.offset_bytes.len() == n * cols);
-        assert!(x.q8.d.len() == n * n_blocks && (!MINS || x.sums.len() == n * n_blocks));
-        // (Loops, not `map`, which the compiler left as calls.)
-        let mut xq: [*const [i16; QK_K]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        let mut xu: [*const [u8; QK_K]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        let mut xd: [*const f32; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        let mut xs: [*const [i16; 16]; ACT_ROWS] = [std::ptr::null(); ACT_ROWS];
-        for (i, &a) in rows.iter().enumerate() {
-            xq[i] = x.q8.q[a * cols..].as_ptr().cast();
-            xu[i] = x.offset_bytes[a * cols..].as_ptr().cast();
-            xd[i] = x.q8.d[a * n_blocks..].as_ptr();
-            if MINS {
-                xs[i] = x.sums[a * n_blocks..].as_ptr();
-            }
+unsafe fn rows<V: RowOps>(w: &IntRows, x: &Activations, xs: Range<usize>, out: &mut [f32], ld: usize) {
+    let cols = w.cols;
+    let n_blocks = cols / QK_K;
+    let n = x.rows;
+    let mins = w.layout.offset == Offset::SubBlocks;
+    // Each activation row's bytes, scales and sub-block sums as raw pointers, checked once here.
+    assert!(xs.end <= n && x.offset_bytes.len() == n * cols && x.q8.d.len() == n * n_blocks);
+    assert!(!mins || x.sums.len() == n * n_blocks);
+    assert_eq!(w.row_blocks.len(), w.rows.div_ceil(ROW_GROUP) * n_blocks);
+    // Every slot takes a row of `xs` (the last one repeated where `xs` is short), so the loops over slots have
+    // a fixed length and their accumulators stay in registers.
+    let mut acts = Rows {
+        xu: [std::ptr::null(); ACT_ROWS],
+        d: [std::ptr::null(); ACT_ROWS],
+        sums: [std::ptr::null(); ACT_ROWS],
+    };
+    // (Loops, not `map`, which the compiler left as calls.)
+    for i in 0..ACT_ROWS {
+        let a = (xs.start + i).min(xs.end - 1);
+        acts.xu[i] = x.offset_bytes[a * cols..].as_ptr();
+        acts.d[i] = x.q8.d[a * n_blocks..].as_ptr();
+        if mins {
+            acts.sums[i] = x.sums[a * n_blocks..].as_ptr();
         }
-        // SAFETY (here and below): the caller's CPU has `L`'s instruction set.
-        let mut mins = [unsafe { L::min_zero() }; ACT_ROWS];
-        for (b, (block, &[dw, mw])) in wr.iter().zip(dm).enumerate() {
-            // Block `b` lies inside every activation row (`rows[i] < n`, `b < n_blocks`).
-            let wv = unsafe { L::weights(block) };
-            for i in 0..ACT_ROWS {
-                unsafe {
-                    let d = *xd[i].add(b);
-                    acc[i] = L::add_block(acc[i], &wv, &*xq[i].add(b), &*xu[i].add(b), dw * d);
-                    if MINS {
-                        mins[i] = L::add_mins(mins[i], &block.mins, &*xs[i].add(b), -(d * mw));
+    }
+    for (g, blocks) in w.row_blocks.chunks_exact(n_blocks.max(1)).enumerate() {
+        // SAFETY: the CPU has `V`'s instruction sets; every block of `blocks` lies inside each activation row.
+        let sums = unsafe {
+            match (mins, w.layout.group) {
+                (true, 32) => products::<V, true, 8>(blocks, &acts),
+                (true, _) => products::<V, true, 4>(blocks, &acts),
+                (false, 32) => products::<V, false, 8>(blocks, &acts),
+                (false, _) => products::<V, false, 4>(blocks, &acts),
+            }
+        };
+        let (first, live) = (g * ROW_GROUP, (w.rows - g * ROW_GROUP).min(ROW_GROUP));
+        for (i, sums) in sums.iter().enumerate().take(xs.len()) {
+            out[i * ld + first..][..live].copy_from_slice(&sums[..live]);
+        }
+    }
+}
+
+/// Where each slot's activation row starts: its quants plus 128, its block scales `d`, its sub-block sums (null
+/// without sub-block mins).
+struct Rows {
+    xu: [*const u8; ACT_ROWS],
+    d: [*const f32; ACT_ROWS],
+    sums: [*const [i16; 16]; ACT_ROWS],
+}
+
+/// The 16 rows of `blocks` (one row group, in block order) times each slot's activation row, for sub-blocks of
+/// `4·QUADS` values, with the mins' sum where `MINS`.
+///
+/// # Safety
+/// The CPU must have `V`'s instruction sets; each slot's row holds at least `blocks.len()` blocks.
+#[inline(always)]
+unsafe fn products<V: RowOps, const MINS: bool, const QUADS: usize>(
+    blocks: &[RowBlock],
+    x: &Rows,
+) -> [[f32; ROW_GROUP]; ACT_ROWS] {
+    // SAFETY (every block below): as this function's; block `b` of each slot's row lies inside it, and the
+    // quad `4j` of the block inside the block.
+    unsafe {
+        let mut acc = [V::f_zero(); ACT_ROWS];
+        let mut min_acc = [V::f_zero(); ACT_ROWS];
+        for (b, blk) in blocks.iter().enumerate() {
+            let mut sum = [V::load(&blk.minus_offset); ACT_ROWS];
+            for s in 0..64 / QUADS {
+                // Two partial sums per slot, so that more products are in flight.
+                let mut t = [[V::zero(); 2]; ACT_ROWS];
+                for j in (s * QUADS..(s + 1) * QUADS).step_by(2) {
+                    let (q0, q1) = (V::load_q(&blk.q[j]), V::load_q(&blk.q[j + 1]));
+                    for (t, xu) in t.iter_mut().zip(&x.xu) {
+                        let xq = xu.add(QK_K * b + 4 * j);
+                        t[0] = V::dot(t[0], q0, xq.cast::<[u8; 4]>().read());
+                        t[1] = V::dot(t[1], q1, xq.add(4).cast::<[u8; 4]>().read());
                     }
                 }
+                let c = V::load(&blk.c[s]);
+                for i in 0..ACT_ROWS {
+                    sum[i] = V::add(sum[i], V::mul(V::add(t[i][0], t[i][1]), c));
+                }
             }
-        }
-        match MINS {
-            true => unsafe { L::min_totals(mins) },
-            false => [0.0; ACT_ROWS],
-        }
-    }
-}
-
-/// How a kernel forms a 256-value block's 16 integer lanes and adds them, scaled, into its float32 lanes, and
-/// its sub-block mins' 8 lanes into theirs.
-trait SuperLanes: Lanes {
-    /// What the kernel keeps of a weight block for every activation row.
-    type W;
-
-    /// The mins' 8 float32 lanes.
-    type Mins: Copy;
-
-    /// The weight block as the kernel reads it.
-    ///
-    /// # Safety
-    /// The CPU must have the implementation's instruction set.
-    unsafe fn weights(block: &SuperBlock) -> Self::W;
-
-    /// `acc + f · lanes`, lane by lane in one fused multiply-add. The activations come as their quants `x`
-    /// and as `xu = x + 128`, unsigned bytes: each kernel reads the form its instructions take.
-    ///
-    /// # Safety
-    /// As [`SuperLanes::weights`].
-    unsafe fn add_block(acc: Self::Acc, w: &Self::W, x: &[i16; QK_K], xu: &[u8; QK_K], f: f32) -> Self::Acc;
-
-    /// Mins' lanes of zeros.
-    ///
-    /// # Safety
-    /// As [`SuperLanes::weights`].
-    unsafe fn min_zero() -> Self::Mins;
-
-    /// `acc + f · lanes`, lane `j` being `m[2j]·s[2j] + m[2j+1]·s[2j+1]`, in one fused multiply-add.
-    ///
-    /// # Safety
-    /// As [`SuperLanes::weights`].
-    unsafe fn add_mins(acc: Self::Mins, m: &[i16; 16], s: &[i16; 16], f: f32) -> Self::Mins;
-
-    /// Each slot's sum of its mins' lanes in float64, in a fixed tree: lanes `j` and `j + 4` first, then
-    /// `j` and `j + 2`, then the last two.
-    ///
-    /// # Safety
-    /// As [`SuperLanes::weights`].
-    unsafe fn min_totals(acc: [Self::Mins; ACT_ROWS]) -> [f64; ACT_ROWS];
-}
-
-impl SuperLanes for Portable {
-    /// The block itself.
-    type W = SuperBlock;
-    type Mins = [f32; 8];
-
-    #[inline(always)]
-    unsafe fn weights(block: &SuperBlock) -> SuperBlock {
-        *block
-    }
-
-    #[inline(always)]
-    unsafe fn add_block(
-        mut acc: [f32; 16],
-        w: &SuperBlock,
-        x: &[i16; QK_K],
-        _: &[u8; QK_K],
-        f: f32,
-    ) -> [f32; 16] {
-        let mut lanes = [0i32; 16];
-        for ((q, c), x) in w.q.chunks_exact(64).zip(&w.c).zip(x.chunks_exact(64)) {
-            for (l, lane) in lanes.iter_mut().enumerate() {
-                for p in 4 * l..4 * l + 4 {
-                    *lane += c[p / 2] as i32 * q[p] as i32 * x[p] as i32;
+            for i in 0..ACT_ROWS {
+                let d = *x.d[i].add(b);
+                acc[i] = V::fma(acc[i], &blk.d, d, sum[i]);
+                if MINS {
+                    let sums = &*x.sums[i].add(b);
+                    let mut m = V::zero();
+                    for (pair, s) in blk.m.iter().zip(sums.chunks_exact(2)).take(32 / QUADS) {
+                        m = V::add(m, V::madd(pair, [s[0], s[1]]));
+                    }
+                    min_acc[i] = V::fnma(min_acc[i], &blk.dmin, d, m);
                 }
             }
         }
-        for (a, &v) in acc.iter_mut().zip(&lanes) {
-            *a = f.mul_add(v as f32, *a);
-        }
-        acc
-    }
-
-    #[inline(always)]
-    unsafe fn min_zero() -> [f32; 8] {
-        [0.0; 8]
-    }
-
-    #[inline(always)]
-    unsafe fn add_mins(mut acc: [f32; 8], m: &[i16; 16], s: &[i16; 16], f: f32) -> [f32; 8] {
-        for (j, a) in acc.iter_mut().enumerate() {
-            let v = m[2 * j] as i32 * s[2 * j] as i32 + m[2 * j + 1] as i32 * s[2 * j + 1] as i32;
-            *a = f.mul_add(v as f32, *a);
-        }
-        acc
-    }
-
-    #[inline(always)]
-    unsafe fn min_totals(acc: [[f32; 8]; ACT_ROWS]) -> [f64; ACT_ROWS] {
-        let mut out = [0.0; ACT_ROWS];
-        for (o, acc) in out.iter_mut().zip(&acc) {
-            let h4: [f64; 4] = std::array::from_fn(|j| acc[j] as f64 + acc[j + 4] as f64);
-            *o = (h4[0] + h4[2]) + (h4[1] + h4[3]);
+        let mut out = [[0.0; ROW_GROUP]; ACT_ROWS];
+        for i in 0..ACT_ROWS {
+            out[i] = V::finish(acc[i], min_acc[i]);
         }
         out
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-impl SuperLanes for super::lanes::Avx512 {
-    /// The four groups' quants and pair scales, and `−128 ·` each lane's `Σ c·q`.
-    type W = (
-        [std::arch::x86_64::__m512i; 4],
-        [std::arch::x86_64::__m512i; 4],
-        std::arch::x86_64::__m512i,
-    );
-    type Mins = std::arch::x86_64::__m256;
+/// The operations of the kernel on 16 lanes, one per weight row, in an instruction set.
+trait RowOps {
+    /// 16 i32 lanes.
+    type I: Copy;
+    /// 16 float32 lanes.
+    type F: Copy;
+    /// A quad of 16 rows' quants as loaded.
+    type Q: Copy;
+
+    /// Lanes of zeros.
+    ///
+    /// # Safety
+    /// The CPU must have the implementation's instruction set (every method).
+    unsafe fn zero() -> Self::I;
+    /// The lanes `v`.
+    unsafe fn load(v: &[i32; ROW_GROUP]) -> Self::I;
+    /// A quad of 16 rows' quants (row `r`'s four in bytes `4r` to `4r + 3`).
+    unsafe fn load_q(q: &[i8; 64]) -> Self::Q;
+    /// `t + Σ_k x[k]·q[4r + k]` in lane `r`.
+    unsafe fn dot(t: Self::I, q: Self::Q, x: [u8; 4]) -> Self::I;
+    /// `a + b`.
+    unsafe fn add(a: Self::I, b: Self::I) -> Self::I;
+    /// `a · c`.
+    unsafe fn mul(a: Self::I, c: Self::I) -> Self::I;
+    /// `lo(p)·s[0] + hi(p)·s[1]` in lane `r`, `lo` and `hi` the 16-bit halves of `p[r]`.
+    unsafe fn madd(p: &[i32; ROW_GROUP], s: [i16; 2]) -> Self::I;
+    /// Lanes of float32 zeros.
+    unsafe fn f_zero() -> Self::F;
+    /// `acc + fl(f·d) · v` in one rounding, `v` converted to float32.
+    unsafe fn fma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F;
+    /// `acc − fl(f·d) · v` in one rounding, `v` converted to float32.
+    unsafe fn fnma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F;
+    /// `a + b` in float64, rounded to float32.
+    unsafe fn finish(a: Self::F, b: Self::F) -> [f32; ROW_GROUP];
+}
+
+impl RowOps for super::lanes::Portable {
+    type I = [i32; ROW_GROUP];
+    type F = [f32; ROW_GROUP];
+    type Q = [i8; 64];
 
     #[inline(always)]
-    unsafe fn weights(block: &SuperBlock) -> Self::W {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller's CPU has AVX-512F; every load reads 64 bytes of `block`'s fields.
-        unsafe {
-            let mut q = [_mm512_setzero_si512(); 4];
-            let mut c = [_mm512_setzero_si512(); 4];
-            for g in 0..4 {
-                q[g] = _mm512_loadu_si512(block.q.as_ptr().add(64 * g).cast());
-                c[g] = _mm512_loadu_si512(block.c[g].as_ptr().cast());
-            }
-            (q, c, _mm512_loadu_si512(block.minus_offset.as_ptr().cast()))
+    unsafe fn zero() -> Self::I {
+        [0; ROW_GROUP]
+    }
+
+    #[inline(always)]
+    unsafe fn load(v: &[i32; ROW_GROUP]) -> Self::I {
+        *v
+    }
+
+    #[inline(always)]
+    unsafe fn load_q(q: &[i8; 64]) -> Self::Q {
+        *q
+    }
+
+    #[inline(always)]
+    unsafe fn dot(mut t: Self::I, q: Self::Q, x: [u8; 4]) -> Self::I {
+        for (t, q) in t.iter_mut().zip(q.chunks_exact(4)) {
+            *t += (0..4).map(|k| x[k] as i32 * q[k] as i32).sum::<i32>();
         }
+        t
     }
 
     #[inline(always)]
-    unsafe fn add_block(
-        acc: Self::Acc,
-        (q, c, minus_offset): &Self::W,
-        _: &[i16; QK_K],
-        xu: &[u8; QK_K],
-        f: f32,
-    ) -> Self::Acc {
-        use std::arch::x86_64::*;
-        // SAFETY: the caller's CPU has AVX-512F and BW; group `g`'s 64 bytes lie inside `xu`.
-        unsafe {
-            let mut lanes = *minus_offset;
-            for g in 0..4 {
-                let xg = _mm512_loadu_si512(xu.as_ptr().add(64 * g).cast());
-                // (x + 128)·q + (x' + 128)·q' is at most 2·255·32 in magnitude: the i16 sums do not saturate.
-                let pairs = _mm512_maddubs_epi16(xg, q[g]);
-                lanes = _mm512_add_epi32(lanes, _mm512_madd_epi16(pairs, c[g]));
-            }
-            _mm512_fmadd_ps(_mm512_set1_ps(f), _mm512_cvtepi32_ps(lanes), acc)
+    unsafe fn add(mut a: Self::I, b: Self::I) -> Self::I {
+        for (a, b) in a.iter_mut().zip(b) {
+            *a += b;
         }
+        a
     }
 
     #[inline(always)]
-    unsafe fn min_zero() -> Self::Mins {
-        // SAFETY: the caller's CPU has AVX-512F, and with it AVX.
-        unsafe { std::arch::x86_64::_mm256_setzero_ps() }
+    unsafe fn mul(mut a: Self::I, c: Self::I) -> Self::I {
+        for (a, c) in a.iter_mut().zip(c) {
+            *a *= c;
+        }
+        a
     }
 
     #[inline(always)]
-    unsafe fn add_mins(acc: Self::Mins, m: &[i16; 16], s: &[i16; 16], f: f32) -> Self::Mins {
-        // SAFETY: the caller's CPU has AVX-512F, and with it AVX2 and FMA.
-        unsafe { avx2_add_mins(acc, m, s, f) }
+    unsafe fn madd(p: &[i32; ROW_GROUP], s: [i16; 2]) -> Self::I {
+        std::array::from_fn(|r| (p[r] as i16) as i32 * s[0] as i32 + (p[r] >> 16) * s[1] as i32)
     }
 
     #[inline(always)]
-    unsafe fn min_totals(acc: [Self::Mins; ACT_ROWS]) -> [f64; ACT_ROWS] {
-        // SAFETY: as `add_mins`'.
-        unsafe { avx_min_totals(acc) }
+    unsafe fn f_zero() -> Self::F {
+        [0.0; ROW_GROUP]
+    }
+
+    #[inline(always)]
+    unsafe fn fma(mut acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
+        for ((a, &f), v) in acc.iter_mut().zip(f).zip(v) {
+            *a = (f * d).mul_add(v as f32, *a);
+        }
+        acc
+    }
+
+    #[inline(always)]
+    unsafe fn fnma(mut acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
+        for ((a, &f), v) in acc.iter_mut().zip(f).zip(v) {
+            *a = (-(f * d)).mul_add(v as f32, *a);
+        }
+        acc
+    }
+
+    #[inline(always)]
+    unsafe fn finish(a: Self::F, b: Self::F) -> [f32; ROW_GROUP] {
+        std::array::from_fn(|r| (a[r] as f64 + b[r] as f64) as f32)
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-impl SuperLanes for super::lanes::Avx2 {
-    /// The block itself, read where it is used (its quants and scales would fill every AVX2 register).
-    type W = *const SuperBlock;
-    type Mins = std::arch::x86_64::__m256;
+impl RowOps for super::lanes::Avx512 {
+    type I = std::arch::x86_64::__m512i;
+    type F = std::arch::x86_64::__m512;
+    type Q = std::arch::x86_64::__m512i;
 
+    // SAFETY (every method): the caller's CPU has AVX-512F, BW and VNNI; every load reads the 64 bytes of
+    // its argument.
     #[inline(always)]
-    unsafe fn weights(block: &SuperBlock) -> Self::W {
-        block
+    unsafe fn zero() -> Self::I {
+        unsafe { std::arch::x86_64::_mm512_setzero_si512() }
     }
 
     #[inline(always)]
-    unsafe fn add_block(
-        [lo, hi]: Self::Acc,
-        w: &Self::W,
-        _: &[i16; QK_K],
-        xu: &[u8; QK_K],
-        f: f32,
-    ) -> Self::Acc {
+    unsafe fn load(v: &[i32; ROW_GROUP]) -> Self::I {
+        unsafe { std::arch::x86_64::_mm512_loadu_si512(v.as_ptr().cast()) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_q(q: &[i8; 64]) -> Self::Q {
+        unsafe { std::arch::x86_64::_mm512_loadu_si512(q.as_ptr().cast()) }
+    }
+
+    #[inline(always)]
+    unsafe fn dot(t: Self::I, q: Self::Q, x: [u8; 4]) -> Self::I {
         use std::arch::x86_64::*;
-        // SAFETY: the caller's CPU has AVX2 and FMA; `w` points at a live block (it came from a reference),
-        // and every load reads 32 bytes of its fields or of `xu` at offsets below their lengths.
+        unsafe { _mm512_dpbusd_epi32(t, _mm512_set1_epi32(i32::from_le_bytes(x)), q) }
+    }
+
+    #[inline(always)]
+    unsafe fn add(a: Self::I, b: Self::I) -> Self::I {
+        unsafe { std::arch::x86_64::_mm512_add_epi32(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn mul(a: Self::I, c: Self::I) -> Self::I {
+        unsafe { std::arch::x86_64::_mm512_mullo_epi32(a, c) }
+    }
+
+    #[inline(always)]
+    unsafe fn madd(p: &[i32; ROW_GROUP], s: [i16; 2]) -> Self::I {
+        use std::arch::x86_64::*;
         unsafe {
-            let w = &**w;
-            // Lanes 0–7 from the first 32 values of each group, 8–15 from the last 32. (Loops, not closures,
-            // which would not inherit the kernel's instruction sets.)
-            let mut halves = [_mm256_setzero_si256(); 2];
-            for (h, lanes) in halves.iter_mut().enumerate() {
-                *lanes = _mm256_loadu_si256(w.minus_offset.as_ptr().add(8 * h).cast());
-                for g in 0..4 {
-                    let at = 64 * g + 32 * h;
-                    let xg = _mm256_loadu_si256(xu.as_ptr().add(at).cast());
-                    let pairs = _mm256_maddubs_epi16(xg, _mm256_loadu_si256(w.q.as_ptr().add(at).cast()));
-                    let c = _mm256_loadu_si256(w.c[g].as_ptr().add(16 * h).cast());
-                    *lanes = _mm256_add_epi32(*lanes, _mm256_madd_epi16(pairs, c));
-                }
+            let s = (s[0] as u16 as u32 | (s[1] as u16 as u32) << 16) as i32;
+            _mm512_madd_epi16(_mm512_loadu_si512(p.as_ptr().cast()), _mm512_set1_epi32(s))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn f_zero() -> Self::F {
+        unsafe { std::arch::x86_64::_mm512_setzero_ps() }
+    }
+
+    #[inline(always)]
+    unsafe fn fma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
+        use std::arch::x86_64::*;
+        unsafe {
+            let f = _mm512_mul_ps(_mm512_loadu_ps(f.as_ptr()), _mm512_set1_ps(d));
+            _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(v), acc)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fnma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
+        use std::arch::x86_64::*;
+        unsafe {
+            let f = _mm512_mul_ps(_mm512_loadu_ps(f.as_ptr()), _mm512_set1_ps(d));
+            _mm512_fnmadd_ps(f, _mm512_cvtepi32_ps(v), acc)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn finish(a: Self::F, b: Self::F) -> [f32; ROW_GROUP] {
+        use std::arch::x86_64::*;
+        unsafe {
+            // (No closure for the high halves: it would not inherit the kernel's instruction sets.)
+            let halves = [
+                (_mm512_castps512_ps256(a), _mm512_castps512_ps256(b)),
+                (
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1)),
+                ),
+            ];
+            let mut out = [0.0; ROW_GROUP];
+            for (h, (a, b)) in halves.into_iter().enumerate() {
+                let sum = _mm512_add_pd(_mm512_cvtps_pd(a), _mm512_cvtps_pd(b));
+                _mm256_storeu_ps(out.as_mut_ptr().add(8 * h), _mm512_cvtpd_ps(sum));
             }
-            let f = _mm256_set1_ps(f);
+            out
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RowOps for super::lanes::Avx2 {
+    type I = [std::arch::x86_64::__m256i; 2];
+    type F = [std::arch::x86_64::__m256; 2];
+    type Q = [std::arch::x86_64::__m256i; 2];
+
+    // SAFETY (every method): the caller's CPU has AVX2 and FMA; every load reads 32 bytes inside its argument.
+    #[inline(always)]
+    unsafe fn zero() -> Self::I {
+        unsafe { [std::arch::x86_64::_mm256_setzero_si256(); 2] }
+    }
+
+    #[inline(always)]
+    unsafe fn load(v: &[i32; ROW_GROUP]) -> Self::I {
+        use std::arch::x86_64::*;
+        unsafe { [_mm256_loadu_si256(v.as_ptr().cast()), _mm256_loadu_si256(v.as_ptr().add(8).cast())] }
+    }
+
+    #[inline(always)]
+    unsafe fn load_q(q: &[i8; 64]) -> Self::Q {
+        use std::arch::x86_64::*;
+        unsafe { [_mm256_loadu_si256(q.as_ptr().cast()), _mm256_loadu_si256(q.as_ptr().add(32).cast())] }
+    }
+
+    #[inline(always)]
+    unsafe fn dot([t0, t1]: Self::I, [q0, q1]: Self::Q, x: [u8; 4]) -> Self::I {
+        use std::arch::x86_64::*;
+        unsafe {
+            // (x + 128)·q + (x' + 128)·q' is at most 2·255·32 in magnitude: the i16 sums do not saturate.
+            let (x, ones) = (_mm256_set1_epi32(i32::from_le_bytes(x)), _mm256_set1_epi16(1));
             [
-                _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(halves[0]), lo),
-                _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(halves[1]), hi),
+                _mm256_add_epi32(t0, _mm256_madd_epi16(_mm256_maddubs_epi16(x, q0), ones)),
+                _mm256_add_epi32(t1, _mm256_madd_epi16(_mm256_maddubs_epi16(x, q1), ones)),
             ]
         }
     }
 
     #[inline(always)]
-    unsafe fn min_zero() -> Self::Mins {
-        // SAFETY: the caller's CPU has AVX.
-        unsafe { std::arch::x86_64::_mm256_setzero_ps() }
+    unsafe fn add([a0, a1]: Self::I, [b0, b1]: Self::I) -> Self::I {
+        use std::arch::x86_64::*;
+        unsafe { [_mm256_add_epi32(a0, b0), _mm256_add_epi32(a1, b1)] }
     }
 
     #[inline(always)]
-    unsafe fn add_mins(acc: Self::Mins, m: &[i16; 16], s: &[i16; 16], f: f32) -> Self::Mins {
-        // SAFETY: the caller's CPU has AVX2 and FMA.
-        unsafe { avx2_add_mins(acc, m, s, f) }
+    unsafe fn mul([a0, a1]: Self::I, [c0, c1]: Self::I) -> Self::I {
+        use std::arch::x86_64::*;
+        unsafe { [_mm256_mullo_epi32(a0, c0), _mm256_mullo_epi32(a1, c1)] }
     }
 
     #[inline(always)]
-    unsafe fn min_totals(acc: [Self::Mins; ACT_ROWS]) -> [f64; ACT_ROWS] {
-        // SAFETY: the caller's CPU has AVX.
-        unsafe { avx_min_totals(acc) }
+    unsafe fn madd(p: &[i32; ROW_GROUP], s: [i16; 2]) -> Self::I {
+        use std::arch::x86_64::*;
+        unsafe {
+            let s = _mm256_set1_epi32((s[0] as u16 as u32 | (s[1] as u16 as u32) << 16) as i32);
+            let [p0, p1] = Self::load(p);
+            [_mm256_madd_epi16(p0, s), _mm256_madd_epi16(p1, s)]
+        }
     }
-}
 
-/// [`SuperLanes::add_mins`] on AVX2: `vpmaddwd` of the mins and sums, one fused multiply-add.
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn avx2_add_mins(
-    acc: std::arch::x86_64::__m256,
-    m: &[i16; 16],
-    s: &[i16; 16],
-    f: f32,
-) -> std::arch::x86_64::__m256 {
-    use std::arch::x86_64::*;
-    // SAFETY: the caller's CPU has AVX2 and FMA; each load reads the 32 bytes of `m` or `s`.
-    unsafe {
-        let lanes = _mm256_madd_epi16(
-            _mm256_loadu_si256(m.as_ptr().cast()),
-            _mm256_loadu_si256(s.as_ptr().cast()),
-        );
-        _mm256_fmadd_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(lanes), acc)
+    #[inline(always)]
+    unsafe fn f_zero() -> Self::F {
+        unsafe { [std::arch::x86_64::_mm256_setzero_ps(); 2] }
     }
-}
 
-/// [`SuperLanes::min_totals`] on AVX.
-///
-/// # Safety
-/// The CPU must have AVX.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn avx_min_totals(acc: [std::arch::x86_64::__m256; ACT_ROWS]) -> [f64; ACT_ROWS] {
-    use std::arch::x86_64::*;
-    let mut out = [0.0; ACT_ROWS];
-    for (o, &a) in out.iter_mut().zip(&acc) {
-        // SAFETY: the caller's CPU has AVX.
-        *o = unsafe {
-            let h4 = _mm256_add_pd(
-                _mm256_cvtps_pd(_mm256_castps256_ps128(a)),
-                _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)),
-            );
-            super::lanes::last_two(h4)
-        };
+    #[inline(always)]
+    unsafe fn fma([a0, a1]: Self::F, f: &[f32; ROW_GROUP], d: f32, [v0, v1]: Self::I) -> Self::F {
+        use std::arch::x86_64::*;
+        unsafe {
+            let d = _mm256_set1_ps(d);
+            let (f0, f1) = (_mm256_loadu_ps(f.as_ptr()), _mm256_loadu_ps(f.as_ptr().add(8)));
+            [
+                _mm256_fmadd_ps(_mm256_mul_ps(f0, d), _mm256_cvtepi32_ps(v0), a0),
+                _mm256_fmadd_ps(_mm256_mul_ps(f1, d), _mm256_cvtepi32_ps(v1), a1),
+            ]
+        }
     }
-    out
+
+    #[inline(always)]
+    unsafe fn fnma([a0, a1]: Self::F, f: &[f32; ROW_GROUP], d: f32, [v0, v1]: Self::I) -> Self::F {
+        use std::arch::x86_64::*;
+        unsafe {
+            let d = _mm256_set1_ps(d);
+            let (f0, f1) = (_mm256_loadu_ps(f.as_ptr()), _mm256_loadu_ps(f.as_ptr().add(8)));
+            [
+                _mm256_fnmadd_ps(_mm256_mul_ps(f0, d), _mm256_cvtepi32_ps(v0), a0),
+                _mm256_fnmadd_ps(_mm256_mul_ps(f1, d), _mm256_cvtepi32_ps(v1), a1),
+            ]
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn finish(a: Self::F, b: Self::F) -> [f32; ROW_GROUP] {
+        use std::arch::x86_64::*;
+        unsafe {
+            let mut out = [0.0; ROW_GROUP];
+            for h in 0..2 {
+                for (k, lo) in [true, false].into_iter().enumerate() {
+                    let (x, y) = match lo {
+                        true => (_mm256_castps256_ps128(a[h]), _mm256_castps256_ps128(b[h])),
+                        false => (_mm256_extractf128_ps(a[h], 1), _mm256_extractf128_ps(b[h], 1)),
+                    };
+                    let sum = _mm256_add_pd(_mm256_cvtps_pd(x), _mm256_cvtps_pd(y));
+                    _mm_storeu_ps(out.as_mut_ptr().add(8 * h + 4 * k), _mm256_cvtpd_ps(sum));
+                }
+            }
+            out
+        }
+    }
 }
