@@ -5,9 +5,9 @@
 //! Each loop keeps independent accumulators in registers (more than the FMA latency times the number of FMA
 //! units of current cores) and touches no memory, so it runs at the core's FMA throughput. The integer products
 //! of `--arithmetic ggml` have their own yardsticks, the same kind of loop over the instructions of their
-//! kernels: [`pair_product_peak_gops`], 16-bit pair products (`vpmaddwd`) added into 32-bit lanes (the
-//! K-quants), and [`byte_product_peak_gops`], byte products added four at a time (`vpdpbusd`, the 32-value
-//! blocks).
+//! kernels: [`pair_product_peak_gops`], 16-bit pair products (`vpmaddwd`) added into 32-bit lanes (the step
+//! that ends each product of the AVX2 kernels), and [`byte_product_peak_gops`], byte products added four at a
+//! time (`vpdpbusd`, the AVX-512 VNNI kernels).
 
 use super::isa::Isa;
 use std::time::Instant;
