@@ -154,3 +154,24 @@ fn a_chunk_scores_both_of_its_coordinates() {
         c(&r.chunk_s_pos, 13)
     );
 }
+
+/// Every layer's heads get their own scores: on the two-layer induction model, layer 0's previous-token head
+/// (biases only, its logits blind to content) is positional to rounding, and layer 1's heads are scored too.
+#[test]
+fn each_layer_scores_its_own_heads() {
+    let mut ids = vec![BOS];
+    ids.extend((0..64u32).map(|p| 1 + p * 7 % 15));
+    ids.push(5);
+    let r = posym_scan::run(&induction_model(), &[ids], &PosymParams::default(), &quiet).unwrap();
+    assert_eq!((r.s_pos.len(), r.s_pos[1].len()), (2, 2));
+    assert!(
+        (r.s_pos[0][0].unwrap() - 1.0).abs() < ROUNDING_TOL,
+        "{:?}",
+        r.s_pos
+    );
+    assert!(
+        r.s_pos[1].iter().chain(&r.s_sym[1]).all(|s| s.is_some()),
+        "{:?}",
+        r.s_pos
+    );
+}
