@@ -224,7 +224,7 @@ impl IntRows {
                 for (m, pair) in rb.m.iter_mut().zip(mins.chunks_exact(2)) {
                     m[r] = (pair[0] as u16 as u32 | (pair[1] as u16 as u32) << 16) as i32;
                 }
-                [rb.d[r], rb.dmin[r]] = out.dm[b];
+                (rb.d[r], rb.minus_m[r]) = (out.dm[b][0], -out.dm[b][1]);
             }
         }
         out
@@ -282,7 +282,7 @@ const ROW_GROUP: usize = 16;
 /// quad `j` (values `4j` to `4j + 3`), every row's four quants without their scales, as signed bytes; per
 /// sub-block, every row's scale `c`; `−128 · Σ c·q` (what the kernels take back for their activations'
 /// offset of 128); per pair of sub-blocks, every row's two mins as the 16-bit halves of an i32 (zeros past the
-/// type's sub-blocks, and for types without mins); and every row's `D` and `M`. Aligned to a cache line.
+/// type's sub-blocks, and for types without mins); and every row's `D` and `−M`. Aligned to a cache line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct RowBlock {
@@ -291,7 +291,7 @@ struct RowBlock {
     minus_offset: [i32; ROW_GROUP],
     m: [[i32; ROW_GROUP]; 8],
     d: [f32; ROW_GROUP],
-    dmin: [f32; ROW_GROUP],
+    minus_m: [f32; ROW_GROUP],
 }
 
 impl RowBlock {
@@ -302,7 +302,7 @@ impl RowBlock {
         minus_offset: [0; ROW_GROUP],
         m: [[0; ROW_GROUP]; 8],
         d: [0.0; ROW_GROUP],
-        dmin: [0.0; ROW_GROUP],
+        minus_m: [0.0; ROW_GROUP],
     };
 }
 

@@ -41,7 +41,7 @@ unsafe fn rows<V: RowOps>(w: &IntRows, x: &Activations, xs: Range<usize>, out: &
     assert_eq!(w.row_blocks.len(), w.rows.div_ceil(ROW_GROUP) * n_blocks);
     // Every slot takes a row of `xs` (the last one repeated where `xs` is short), so the loops over slots have
     // a fixed length and their accumulators stay in registers.
-    let mut acts = Rows {
+    let mut acts = Slots {
         xu: [std::ptr::null(); ACT_ROWS],
         d: [std::ptr::null(); ACT_ROWS],
         sums: [std::ptr::null(); ACT_ROWS],
@@ -74,7 +74,7 @@ unsafe fn rows<V: RowOps>(w: &IntRows, x: &Activations, xs: Range<usize>, out: &
 
 /// Where each slot's activation row starts: its quants plus 128, its block scales `d`, its sub-block sums (null
 /// without sub-block mins).
-struct Rows {
+struct Slots {
     xu: [*const u8; ACT_ROWS],
     d: [*const f32; ACT_ROWS],
     sums: [*const [i16; 16]; ACT_ROWS],
@@ -88,7 +88,7 @@ struct Rows {
 #[inline(always)]
 unsafe fn products<V: RowOps, const MINS: bool, const QUADS: usize>(
     blocks: &[RowBlock],
-    x: &Rows,
+    x: &Slots,
 ) -> [[f32; ROW_GROUP]; ACT_ROWS] {
     // SAFETY (every block below): as this function's; block `b` of each slot's row lies inside it, and the
     // quad `4j` of the block inside the block.
@@ -122,7 +122,8 @@ unsafe fn products<V: RowOps, const MINS: bool, const QUADS: usize>(
                     for (pair, s) in blk.m.iter().zip(sums.chunks_exact(2)).take(32 / QUADS) {
                         m = V::add(m, V::madd(pair, [s[0], s[1]]));
                     }
-                    min_acc[i] = V::fnma(min_acc[i], &blk.dmin, d, m);
+                    // (`fl(−M·d) = −fl(M·d)`: the term is subtracted.)
+                    min_acc[i] = V::fma(min_acc[i], &blk.minus_m, d, m);
                 }
             }
         }
@@ -164,8 +165,6 @@ trait RowOps {
     unsafe fn f_zero() -> Self::F;
     /// `acc + fl(f·d) · v` in one rounding, `v` converted to float32.
     unsafe fn fma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F;
-    /// `acc − fl(f·d) · v` in one rounding, `v` converted to float32.
-    unsafe fn fnma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F;
     /// `a + b` in float64, rounded to float32.
     unsafe fn finish(a: Self::F, b: Self::F) -> [f32; ROW_GROUP];
 }
@@ -228,14 +227,6 @@ impl RowOps for super::lanes::Portable {
     unsafe fn fma(mut acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
         for ((a, &f), v) in acc.iter_mut().zip(f).zip(v) {
             *a = (f * d).mul_add(v as f32, *a);
-        }
-        acc
-    }
-
-    #[inline(always)]
-    unsafe fn fnma(mut acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
-        for ((a, &f), v) in acc.iter_mut().zip(f).zip(v) {
-            *a = (-(f * d)).mul_add(v as f32, *a);
         }
         acc
     }
@@ -305,15 +296,6 @@ impl RowOps for super::lanes::Avx512 {
         unsafe {
             let f = _mm512_mul_ps(_mm512_loadu_ps(f.as_ptr()), _mm512_set1_ps(d));
             _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(v), acc)
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn fnma(acc: Self::F, f: &[f32; ROW_GROUP], d: f32, v: Self::I) -> Self::F {
-        use std::arch::x86_64::*;
-        unsafe {
-            let f = _mm512_mul_ps(_mm512_loadu_ps(f.as_ptr()), _mm512_set1_ps(d));
-            _mm512_fnmadd_ps(f, _mm512_cvtepi32_ps(v), acc)
         }
     }
 
@@ -412,19 +394,6 @@ impl RowOps for super::lanes::Avx2 {
             [
                 _mm256_fmadd_ps(_mm256_mul_ps(f0, d), _mm256_cvtepi32_ps(v0), a0),
                 _mm256_fmadd_ps(_mm256_mul_ps(f1, d), _mm256_cvtepi32_ps(v1), a1),
-            ]
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn fnma([a0, a1]: Self::F, f: &[f32; ROW_GROUP], d: f32, [v0, v1]: Self::I) -> Self::F {
-        use std::arch::x86_64::*;
-        unsafe {
-            let d = _mm256_set1_ps(d);
-            let (f0, f1) = (_mm256_loadu_ps(f.as_ptr()), _mm256_loadu_ps(f.as_ptr().add(8)));
-            [
-                _mm256_fnmadd_ps(_mm256_mul_ps(f0, d), _mm256_cvtepi32_ps(v0), a0),
-                _mm256_fnmadd_ps(_mm256_mul_ps(f1, d), _mm256_cvtepi32_ps(v1), a1),
             ]
         }
     }
