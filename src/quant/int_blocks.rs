@@ -206,25 +206,8 @@ impl IntRows {
                 if row % ROW_GROUP == 0 && at == 0 {
                     out.row_blocks.resize(out.row_blocks.len() + n_blocks, RowBlock::ZERO);
                 }
-                let (mut q, mut scales, mut mins) = ([0i8; QK_K], [0i16; 16], [0i16; 16]);
-                out.dm[b] = decode_super(layout.ty, block, &mut q, &mut scales, &mut mins);
                 let rb = &mut out.row_blocks[(row / ROW_GROUP) * n_blocks + at];
-                let r = row % ROW_GROUP;
-                for (lanes, quad) in rb.q.iter_mut().zip(q.chunks_exact(4)) {
-                    lanes[4 * r..4 * r + 4].copy_from_slice(quad);
-                }
-                let per_sub = layout.group / 16;
-                for (c, &scale) in rb.c.iter_mut().zip(scales.iter().step_by(per_sub)) {
-                    c[r] = scale as i32;
-                }
-                let weighted: i32 = (q.chunks_exact(16).zip(&scales))
-                    .map(|(q, &c)| c as i32 * q.iter().map(|&v| v as i32).sum::<i32>())
-                    .sum();
-                rb.minus_offset[r] = -128 * weighted;
-                for (m, pair) in rb.m.iter_mut().zip(mins.chunks_exact(2)) {
-                    m[r] = (pair[0] as u16 as u32 | (pair[1] as u16 as u32) << 16) as i32;
-                }
-                (rb.d[r], rb.minus_m[r]) = (out.dm[b][0], -out.dm[b][1]);
+                out.dm[b] = fill_row_block(layout, block, rb, row % ROW_GROUP);
             }
         }
         out
@@ -393,6 +376,35 @@ pub const ACT_ROWS: usize = 4;
 /// A kernel of [`IntRows::dots`]: weight rows, activations, the activation rows, output and its row stride.
 type Kernel = unsafe fn(&IntRows, &Activations, Range<usize>, &mut [f32], usize);
 
+/// Decodes one 256-value block of `layout`'s type into row `r` of `rb`; returns `[D, M]`. Compiled for each
+/// instruction set (chosen at run time), so that its loops of fixed lengths run on the widest vectors.
+#[multiversion::multiversion(targets("x86_64+avx512f+avx512bw+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn fill_row_block(layout: IntLayout, block: &[u8], rb: &mut RowBlock, r: usize) -> [f32; 2] {
+    let (mut q, mut scales, mut mins) = ([0i8; QK_K], [0i16; 16], [0i16; 16]);
+    let [d, m] = decode_super(layout.ty, block, &mut q, &mut scales, &mut mins);
+    for (lanes, quad) in rb.q.iter_mut().zip(q.chunks_exact(4)) {
+        lanes[4 * r..4 * r + 4].copy_from_slice(quad);
+    }
+    let per_sub = layout.group / 16;
+    for (c, &scale) in rb.c.iter_mut().zip(scales.iter().step_by(per_sub)) {
+        c[r] = scale as i32;
+    }
+    // Σ c·q down the block's rows of 16 values (each under one scale), in 16 lanes: loops of fixed lengths,
+    // which the compiler vectorizes.
+    let mut lanes = [0i32; 16];
+    for (q, &c) in q.chunks_exact(16).zip(&scales) {
+        for (lane, &v) in lanes.iter_mut().zip(q) {
+            *lane += c as i32 * v as i32;
+        }
+    }
+    rb.minus_offset[r] = -128 * lanes.iter().sum::<i32>();
+    for (mp, pair) in rb.m.iter_mut().zip(mins.chunks_exact(2)) {
+        mp[r] = (pair[0] as u16 as u32 | (pair[1] as u16 as u32) << 16) as i32;
+    }
+    (rb.d[r], rb.minus_m[r]) = (d, -m);
+    [d, m]
+}
+
 /// Decodes one 32-value block of `ty` into `q` (every such type's integers fit a signed byte); returns
 /// `[D, M]`.
 fn decode_short(ty: GgmlType, b: &[u8], q: &mut [i8; 32]) -> [f32; 2] {
@@ -430,6 +442,7 @@ fn decode_short(ty: GgmlType, b: &[u8], q: &mut [i8; 32]) -> [f32; 2] {
 /// Decodes one 256-value block of `ty` into its quants `q` (as signed bytes, without their scales), the scale
 /// `c` of each 16 values (a sub-block of 32 gives its two halves the same) and its sub-blocks' `mins` (left
 /// as they are past their count); returns `[D, M]`.
+#[inline(always)]
 fn decode_super(ty: GgmlType, b: &[u8], q: &mut [i8; QK_K], c: &mut [i16; 16], mins: &mut [i16; 16]) -> [f32; 2] {
     use GgmlType::*;
     match ty {
