@@ -20,8 +20,9 @@ fn read_json(path: &Path) -> Value {
 /// Shares sum to 1 to rounding.
 const SHARE_SUM_TOL: f64 = 1e-12;
 
-/// Every head's shares over the bands and the unrotated part sum to 1; the unrotated share is there exactly on
-/// the heads that have coordinates that never turn (all of GPT-NeoX's, Gemma 4's global layers only); and the
+/// Every head's shares over the bands and the unrotated part sum to 1; the unrotated share is there, and
+/// positive for the queries and keys, exactly on the heads that have coordinates that never turn (all of
+/// GPT-NeoX's, Gemma 4's global layers only); and the
 /// bands' part of the Fourier amplitude splits as the chunk amplitudes in `fourier_amplitude_natural.npy` do,
 /// chunks of frequency 0 left out.
 #[test]
@@ -47,6 +48,12 @@ fn partial_and_proportional_rotation_report_their_unrotated_share_apart() {
                 h["head"].as_u64().unwrap() as usize,
             );
             let still = still_layers.is_none_or(|s| s.contains(&l));
+            // The queries' and keys' unrotated coordinates have a norm on these random weights: their share is
+            // counted, not only present.
+            for side in ["q", "k"] {
+                let nope = h["frequency"][side]["nope"].as_f64().unwrap_or(0.0);
+                assert_eq!(nope > 0.0, still, "{variant} L{l}H{head} {side}: {nope}");
+            }
             let a = &h["fourier"]["amplitude_shares"];
             for shares in [a, &h["frequency"]["q"], &h["frequency"]["k"]] {
                 assert_eq!(
