@@ -473,4 +473,24 @@ mod tests {
             "the rows spread: the standard deviation is measured, not 0"
         );
     }
+
+    /// Rows that are all zero have no direction: the cosines to the mean direction are undefined (`None`),
+    /// though rows were counted, as they are without rows or without Gram matrices.
+    #[test]
+    fn zero_rows_have_no_mean_direction() {
+        let d = 4;
+        let zeros = vec![0.0f64; 3 * d];
+        let mut s = RowSums::new(d, 2, true);
+        assert_eq!(s.cosine_to_mean_direction(), None);
+        s.add_rows(&HeadRows::new(&zeros, d, 0, d), &[(0, 2), (1, 3)], &[]);
+        assert_eq!(s.count, 3);
+        assert_eq!(s.cosine_to_mean_direction(), None);
+        let mut no_grams = RowSums::new(d, 2, false);
+        no_grams.add_rows(
+            &HeadRows::new(&[1.0, 0.0, 0.0, 0.0], d, 0, d),
+            &[(0, 2), (1, 3)],
+            &[],
+        );
+        assert_eq!(no_grams.cosine_to_mean_direction(), None);
+    }
 }
