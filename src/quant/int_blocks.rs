@@ -160,7 +160,8 @@ pub struct IntRows {
     /// 32-value blocks: per row, its blocks two at a time as the byte kernels read them (a row of an odd
     /// count ends with a block of zeros under a factor 0); empty otherwise.
     pairs: Vec<BytePair>,
-    /// Per block: `D` and `M` (zero where the type has no min).
+    /// 32-value blocks: per block, `D` and `M` (zero where the type has no min); empty otherwise (a
+    /// [`RowBlock`] holds its rows' factors).
     dm: Vec<[f32; 2]>,
 }
 
@@ -179,15 +180,15 @@ impl IntRows {
             cols,
             row_blocks: Vec::new(),
             pairs: Vec::new(),
-            dm: vec![[0.0; 2]; blocks],
+            dm: vec![[0.0; 2]; if layout.short_blocks() { blocks } else { 0 }],
         };
         let mut wide = [0i8; 32];
+        // (`max(1)`: rows of no columns are no rows, whatever their blocks, and nothing reads them.)
+        let n_blocks = (cols / len).max(1);
         for (b, block) in bytes.chunks_exact(block_bytes).enumerate() {
+            let (row, at) = (b / n_blocks, b % n_blocks);
             if layout.short_blocks() {
                 out.dm[b] = decode_short(layout.ty, block, &mut wide);
-                // (`max(1)`: rows of no columns are no rows, whatever their blocks, and nothing reads them.)
-                let n_blocks = (cols / len).max(1);
-                let (row, at) = (b / n_blocks, b % n_blocks);
                 if at % 2 == 0 {
                     out.pairs.push(BytePair::ZERO);
                 }
@@ -200,14 +201,11 @@ impl IntRows {
                 pair.d[half / 4..half / 4 + 8].fill(out.dm[b][0]);
                 debug_assert_eq!(out.pairs.len(), row * n_blocks.div_ceil(2) + at / 2 + 1);
             } else {
-                // (`max(1)`: rows of no columns are no rows, whatever their blocks, and nothing reads them.)
-                let n_blocks = (cols / len).max(1);
-                let (row, at) = (b / n_blocks, b % n_blocks);
                 if row % ROW_GROUP == 0 && at == 0 {
                     out.row_blocks.resize(out.row_blocks.len() + n_blocks, RowBlock::ZERO);
                 }
                 let rb = &mut out.row_blocks[(row / ROW_GROUP) * n_blocks + at];
-                out.dm[b] = fill_row_block(layout, block, rb, row % ROW_GROUP);
+                fill_row_block(layout, block, rb, row % ROW_GROUP);
             }
         }
         out
@@ -376,10 +374,10 @@ pub const ACT_ROWS: usize = 4;
 /// A kernel of [`IntRows::dots`]: weight rows, activations, the activation rows, output and its row stride.
 type Kernel = unsafe fn(&IntRows, &Activations, Range<usize>, &mut [f32], usize);
 
-/// Decodes one 256-value block of `layout`'s type into row `r` of `rb`; returns `[D, M]`. Compiled for each
+/// Decodes one 256-value block of `layout`'s type into row `r` of `rb`. Compiled for each
 /// instruction set (chosen at run time), so that its loops of fixed lengths run on the widest vectors.
 #[multiversion::multiversion(targets("x86_64+avx512f+avx512bw+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn fill_row_block(layout: IntLayout, block: &[u8], rb: &mut RowBlock, r: usize) -> [f32; 2] {
+fn fill_row_block(layout: IntLayout, block: &[u8], rb: &mut RowBlock, r: usize) {
     let (mut q, mut scales, mut mins) = ([0i8; QK_K], [0i16; 16], [0i16; 16]);
     let [d, m] = decode_super(layout.ty, block, &mut q, &mut scales, &mut mins);
     for (lanes, quad) in rb.q.iter_mut().zip(q.chunks_exact(4)) {
@@ -402,7 +400,6 @@ fn fill_row_block(layout: IntLayout, block: &[u8], rb: &mut RowBlock, r: usize) 
         mp[r] = (pair[0] as u16 as u32 | (pair[1] as u16 as u32) << 16) as i32;
     }
     (rb.d[r], rb.minus_m[r]) = (d, -m);
-    [d, m]
 }
 
 /// Decodes one 32-value block of `ty` into `q` (every such type's integers fit a signed byte); returns
@@ -608,7 +605,13 @@ mod tests {
             let (layout, rows, deq) = decoded(ty, 3, COLS, 7);
             let len = layout.kind.block_len();
             for (i, &want) in deq.iter().enumerate() {
-                let [d, m] = rows.dm[i / len];
+                let [d, m] = match layout.short_blocks() {
+                    true => rows.dm[i / len],
+                    false => {
+                        let (block, r, _) = row_block(&rows, i);
+                        [block.d[r], -block.minus_m[r]]
+                    }
+                };
                 let mut v = d as f64 * quant(&rows, i) as f64;
                 v += match layout.offset {
                     Offset::None => 0.0,
