@@ -9,7 +9,8 @@
 //! capture), whose shares say how the parallel step's wall time divides. Rates: the step's floating-point
 //! operations (two per multiply-add, over every product it ran) per wall second for wall steps, per thread
 //! second for parts; "of peak" divides by the FMA peak of the widest instruction set at the pool's thread
-//! count (wall steps) or at one thread (parts).
+//! count (wall steps) or at one thread (parts). The last row rates the whole pass: every product's operations
+//! over the pass's wall time.
 //!
 //! Each figure is the median over `RUNS` profiled passes after one warm-up pass. A model whose file is absent
 //! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32`, `-- f64` or `-- ggml` for one mode;
@@ -187,6 +188,24 @@ fn run<T: Real>(
         (wall - accounted) * 1e3,
         100.0 * (wall - accounted) / wall
     );
+    // The pass's operations: the wall steps' own (projections, logits) and attention's products, counted in its
+    // parts; rated against the FMA peak, so not for the integer products of the ggml arithmetic.
+    let pass_flops: f64 = Step::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_thread_time() || matches!(s, Step::Scores | Step::Values))
+        .map(|(i, _)| totals[0][i].flops as f64)
+        .sum();
+    if integer.is_none() && pass_flops > 0.0 {
+        let rate = pass_flops / wall / 1e9;
+        println!(
+            "| whole pass | {:.1} | 100% | {rate:.1} | {} |",
+            wall * 1e3,
+            peaks
+                .all
+                .map_or(String::new(), |p| format!("{:.0}%", 100.0 * rate / p))
+        );
+    }
 }
 
 fn main() {

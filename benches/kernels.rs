@@ -3,7 +3,7 @@
 //! For the widest instruction set the CPU runs (`Isa::best`) and each precision: the register-only FMA peak at
 //! one thread and at the pool's thread count (`linalg::peak`), then `x[512 × k] · Wᵀ` for the projection shapes
 //! of the two real models at the pool's thread count, as the engine runs them (`linalg::matmul_transb_tiles`:
-//! fixed weight tiles in parallel, each multiplied sequentially: block sums in f32, matrixmultiply in f64), with
+//! fixed weight tiles in parallel, each multiplied sequentially by block sums, in f32 and in f64), with
 //! the weight dense (a copy per tile) and quantized (dequantized tile by tile). Beside them, the same dense
 //! products measured in the same run through matrixmultiply per engine tile (the f32 engine's product before
 //! block sums) and through faer: one parallel product on the rayon pool, and sequential products per engine
@@ -219,16 +219,7 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         let packed = T::pack_activations(&x, ROWS, k);
         let own = median_rate((n, k), |out| {
             per_tile(n, out, |c0, nc, dst| unsafe {
-                T::weight_tile_product(
-                    &x,
-                    &packed,
-                    ROWS,
-                    k,
-                    &dense[c0 * k..(c0 + nc) * k],
-                    nc,
-                    dst,
-                    n,
-                )
+                T::weight_tile_product(&packed, ROWS, k, &dense[c0 * k..(c0 + nc) * k], nc, dst, n)
             })
         });
         let fa = median_rate((n, k), |out| T::faer(&x, &dense, (n, k), out));

@@ -92,8 +92,8 @@ pub trait Real:
     /// to the same f32 but in the rarest ties, at a fraction of a division's cost.
     fn divide_all(xs: &mut [Self], sum: f64);
 
-    /// The activations `x` (`rows × k`, row-major) laid out once per product for
-    /// [`Real::weight_tile_product`]: f32 packs them for its GEMM; f64 uses `x` as it is and returns nothing.
+    /// The activations `x` (`rows × k`, row-major) packed once per product for [`Real::weight_tile_product`]
+    /// (the crate's `linalg::block_sums::pack_activations`).
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self>;
 
     /// Runs `f` on a buffer of `len` elements with unspecified contents, kept by the calling thread between
@@ -101,17 +101,16 @@ pub trait Real:
     fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
 
     /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: one weight tile of a
-    /// projection (`x`: `rows × k` activations, `w`: `nc × k` weight rows, both row-major; `packed` is
-    /// [`Real::pack_activations`]`(x, rows, k)`). f32 sums in f32 over 128-long blocks of `p` and in f64 across
-    /// them (the crate's `linalg::block_sums`); f64 runs matrixmultiply's GEMM. Panics if an input is shorter
-    /// than its view.
+    /// projection (`x`: `rows × k` activations, given as `packed` = [`Real::pack_activations`]`(x, rows, k)`;
+    /// `w`: `nc × k` weight rows, row-major), on the crate's `linalg::block_sums`: f32 sums in f32 over
+    /// 128-long blocks of `p` and in f64 across them; f64 sums in f64 over matrixmultiply's 256-long blocks
+    /// as its fused kernels do. Panics if an input is shorter than its view.
     ///
     /// # Safety
     /// `out` must be valid for writes at every `r · ldo + c` above (`ldo ≥ nc`), and nothing else may access
     /// those elements during the call. They need not be initialized: each is written once and never read.
     #[allow(clippy::too_many_arguments)]
     unsafe fn weight_tile_product(
-        x: &[Self],
         packed: &[Self],
         rows: usize,
         k: usize,
@@ -209,7 +208,6 @@ impl Real for f32 {
         product(Isa::best(), out, ldo, a, lda, b, ldb, mnk, alpha)
     }
     unsafe fn weight_tile_product(
-        _: &[Self],
         packed: &[Self],
         rows: usize,
         k: usize,
@@ -265,8 +263,8 @@ impl Real for f64 {
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
     }
-    fn pack_activations(_: &[Self], _: usize, _: usize) -> Vec<Self> {
-        Vec::new()
+    fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
+        crate::linalg::block_sums::pack_activations(x, rows, k)
     }
     #[inline(always)]
     fn divide_all(xs: &mut [Self], sum: f64) {
@@ -287,8 +285,7 @@ impl Real for f64 {
         crate::linalg::packed_gemm(out, ldo, a, lda, b, ldb, mnk, alpha)
     }
     unsafe fn weight_tile_product(
-        x: &[Self],
-        _: &[Self],
+        packed: &[Self],
         rows: usize,
         k: usize,
         w: &[Self],
@@ -296,16 +293,10 @@ impl Real for f64 {
         out: *mut Self,
         ldo: usize,
     ) {
-        assert!(x.len() >= rows * k && w.len() >= nc * k && ldo >= nc);
-        // SAFETY: `x` and `w` hold their views (asserted); the output view is the caller's.
+        // SAFETY: forwarded from the caller.
         unsafe {
-            Self::gemm_raw(
-                (rows, k, nc),
-                1.0,
-                (x.as_ptr(), k as isize, 1),
-                (w.as_ptr(), 1, k as isize),
-                (out, ldo as isize, 1),
-            )
+            use crate::linalg::{block_sums::tile_product, Isa};
+            tile_product(Isa::best(), packed, rows, k, w, nc, out, ldo)
         }
     }
 }

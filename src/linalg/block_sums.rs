@@ -1,42 +1,125 @@
-//! The f32 product of a weight tile, summed in f32 over short blocks of the inner dimension and in f64 across
-//! them: f32 speed with the accuracy of much shorter f32 sums.
+//! The product of a weight tile, summed over short blocks of the inner dimension and in f64 across them: in
+//! f32, f32 speed with the accuracy of much shorter f32 sums; in f64, matrixmultiply's sums at the speed of a
+//! kernel with twice as many registers in use.
 //!
 //! A projection's f32 sum over 576–2048 inputs is where most of the f32 engine's distance to float64 comes
 //! from (`docs/speed-avx2.md`): a long f32 accumulation loses the small terms that follow a large one. Here
-//! every output element is a sum of [`BLOCK`]-long f32 dot products (fused multiply-adds in inner-index order,
-//! in registers), each widened exactly and added in f64 in block order; only the final sum is rounded to f32.
-//! matrixmultiply cannot do this (its register tiles add into an f32 output, and calling it once per block
-//! repacks the weight each time, 1.12–1.17× the pass's time), so the GEMM is written here: packing in the
-//! usual panel layout, cache blocks of `BLOCK` inner indices, and a register-tile kernel in plain Rust that the
-//! compiler vectorizes for each instruction set it is compiled for (AVX-512F, AVX2+FMA, NEON, portable).
+//! every output element is a sum of [`BlockElement::BLOCK`]-long dot products (fused multiply-adds in
+//! inner-index order, in registers), each widened exactly and added in f64 in block order; only the final sum
+//! is rounded to the element type. matrixmultiply cannot do this in f32 (its register tiles add into an f32
+//! output, and calling it once per block repacks the weight each time, 1.12–1.17× the pass's time), so the
+//! GEMM is written here: packing in the usual panel layout, cache blocks of `BLOCK` inner indices, and a
+//! register-tile kernel in plain Rust that the compiler vectorizes for each instruction set it is compiled for
+//! (AVX-512F, AVX2+FMA, NEON, portable).
+//!
+//! In f64 the blocks are matrixmultiply's own cache blocks of the inner dimension (256), and a block's
+//! fused multiply-adds start from zero and are added to the earlier blocks' sum, as matrixmultiply's
+//! fused-multiply-add kernels (AVX-512F, AVX2+FMA, NEON) compute every element of a product with `alpha = 1`
+//! (`tests::f64_products_are_matrixmultiplys_bits`): the f64 golden pass keeps its bits. Its 8 × 8 AVX-512
+//! register tile keeps 8 of the 32 vector registers summing, and a broadcast load feeds each fused
+//! multiply-add; the 6 × 24 tile here keeps 18 summing, a broadcast feeding three.
 //!
 //! Every instruction set runs the same operations in the same order (a fused multiply-add is exact to one
-//! rounding everywhere; `f32::mul_add` is a software one where the CPU has none), so all of them give the same
+//! rounding everywhere; `mul_add` is a software one where the CPU has none), so all of them give the same
 //! bits; only the register-tile shape differs, and it does not change any element's operations.
 
 use super::Isa;
 use rayon::prelude::*;
 
-/// Inner indices per f32 block sum, and the cache block of the inner dimension.
+/// Inner indices per f32 block sum, and the f32 cache block of the inner dimension.
 pub const BLOCK: usize = 128;
+
+/// Inner indices per f64 block sum: matrixmultiply's `D_KC`, whose blocks its f64 products sum in.
+pub const F64_BLOCK: usize = 256;
 
 /// Rows of a register tile, on every instruction set: activations are packed in strips of this many rows.
 pub(super) const STRIP: usize = 6;
 
-/// Activation rows multiplied together: a `ROW_BLOCK × BLOCK` f32 block stays in the L2 cache.
+/// Activation rows multiplied together: a `ROW_BLOCK × BLOCK` block (48 KiB in f32, 192 KiB in f64) stays in
+/// the L2 cache.
 const ROW_BLOCK: usize = 16 * STRIP;
 
+/// An element type of the block-sum GEMM: f32 or f64.
+pub trait BlockElement: Copy + Default + Send + Sync + 'static {
+    /// Inner indices per block sum, and the cache block of the inner dimension.
+    const BLOCK: usize;
+
+    /// `self · b + c`, rounded once.
+    fn fused(self, b: Self, c: Self) -> Self;
+
+    /// The value in f64 (exact).
+    fn widen(self) -> f64;
+
+    /// `v` rounded to this type.
+    fn narrow(v: f64) -> Self;
+
+    /// Runs `f` on the calling thread's [`Scratch`] for this type, kept between products.
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R;
+}
+
+impl BlockElement for f32 {
+    const BLOCK: usize = BLOCK;
+    #[inline(always)]
+    fn fused(self, b: f32, c: f32) -> f32 {
+        self.mul_add(b, c)
+    }
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline(always)]
+    fn narrow(v: f64) -> f32 {
+        v as f32
+    }
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch<f32>) -> R) -> R {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch<f32>> = std::cell::RefCell::default();
+        }
+        SCRATCH.with_borrow_mut(f)
+    }
+}
+
+impl BlockElement for f64 {
+    const BLOCK: usize = F64_BLOCK;
+    #[inline(always)]
+    fn fused(self, b: f64, c: f64) -> f64 {
+        self.mul_add(b, c)
+    }
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn narrow(v: f64) -> f64 {
+        v
+    }
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch<f64>) -> R) -> R {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch<f64>> = std::cell::RefCell::default();
+        }
+        SCRATCH.with_borrow_mut(f)
+    }
+}
+
 /// Reusable buffers of [`tile_product`]: the packed weight tile and the f64 sums.
-#[derive(Default)]
-struct Scratch {
-    weights: Vec<f32>,
+pub struct Scratch<T> {
+    weights: Vec<T>,
     sums: Vec<f64>,
+}
+
+impl<T> Default for Scratch<T> {
+    fn default() -> Self {
+        Scratch {
+            weights: Vec::new(),
+            sums: Vec::new(),
+        }
+    }
 }
 
 /// The activations `x` (`rows × k`, row-major) packed for [`tile_product`], once per product: strips of
 /// `STRIP` rows, each stored index by index (`out[(i · k + p) · STRIP + r] = x[(i · STRIP + r) · k + p]`), the
 /// last strip padded with zero rows. Panics if `x` is shorter than `rows × k`.
-pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
+pub fn pack_activations<T: BlockElement>(x: &[T], rows: usize, k: usize) -> Vec<T> {
     let len = rows.div_ceil(STRIP) * k * STRIP;
     let mut out = Vec::with_capacity(len);
     if k > 0 {
@@ -46,11 +129,11 @@ pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
             .par_chunks_mut(k * STRIP)
             .zip(x.par_chunks(k * STRIP))
             .for_each(|(strip, rows)| {
-                let rows: [&[f32]; STRIP] =
+                let rows: [&[T]; STRIP] =
                     std::array::from_fn(|r| rows.get(r * k..(r + 1) * k).unwrap_or(&[]));
                 for (p, dst) in strip.chunks_exact_mut(STRIP).enumerate() {
                     for (d, row) in dst.iter_mut().zip(&rows) {
-                        d.write(row.get(p).copied().unwrap_or(0.0));
+                        d.write(row.get(p).copied().unwrap_or_default());
                     }
                 }
             });
@@ -71,19 +154,19 @@ pub fn pack_activations(x: &[f32], rows: usize, k: usize) -> Vec<f32> {
 /// during the call. They need not be initialized: each is written once and never read. (The output is a
 /// pointer because the tiles of one product write interleaved column strips of the same rows.)
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn tile_product(
+pub unsafe fn tile_product<T: BlockElement>(
     isa: Isa,
-    packed: &[f32],
+    packed: &[T],
     rows: usize,
     k: usize,
-    w: &[f32],
+    w: &[T],
     nc: usize,
-    out: *mut f32,
+    out: *mut T,
     ldo: usize,
 ) {
     assert!(isa.is_available(), "{isa} is not available on this CPU");
     assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && w.len() >= nc * k && ldo >= nc);
-    SCRATCH.with_borrow_mut(|scratch| {
+    T::with_scratch(|scratch| {
         let args = (packed, rows, k, w, nc, Out(out), ldo, scratch);
         match isa {
             // SAFETY (each arm): the instruction set was checked available above; the output is the caller's.
@@ -93,60 +176,82 @@ pub unsafe fn tile_product(
             Isa::Avx2Fma => unsafe { avx2(args) },
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => unsafe { neon(args) },
-            _ => unsafe { product::<16>(args) },
+            _ => unsafe { product::<T, 16>(args) },
         }
     })
 }
 
-thread_local! {
-    /// Each thread's buffers for [`tile_product`], kept between products.
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-}
-
 /// The output of [`tile_product`], valid for writes at `r · ldo + c` for `r < rows`, `c < nc`.
 #[derive(Clone, Copy)]
-struct Out(*mut f32);
+struct Out<T>(*mut T);
 
 /// The arguments of [`tile_product`] after its checks.
-type Args<'a> = (
-    &'a [f32],
+type Args<'a, T> = (
+    &'a [T],
     usize,
     usize,
-    &'a [f32],
+    &'a [T],
     usize,
-    Out,
+    Out<T>,
     usize,
-    &'a mut Scratch,
+    &'a mut Scratch<T>,
 );
 
-/// [`product`] compiled for AVX-512F: 6 × 32 register tiles (12 of the 32 vector registers).
+/// Elements of `T` in `bytes` bytes of vector registers.
+const fn lanes<T>(bytes: usize) -> usize {
+    bytes / std::mem::size_of::<T>()
+}
+
+/// [`product`] compiled for AVX-512F: register tiles of 6 × 32 in f32 (12 of the 32 vector registers) and
+/// 6 × 24 in f64 (18: with 12, the f64 kernel ran 4% slower).
 ///
 /// # Safety
 /// The CPU must have AVX-512F; `args`' output as in [`tile_product`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn avx512(args: Args) {
-    unsafe { product::<32>(args) }
+unsafe fn avx512<T: BlockElement>(args: Args<T>) {
+    // Only the branch of `T`'s width is kept.
+    unsafe {
+        if lanes::<T>(128) == 32 {
+            product::<T, 32>(args)
+        } else {
+            product::<T, 24>(args)
+        }
+    }
 }
 
-/// [`product`] compiled for AVX2 with FMA: 6 × 16 register tiles (12 of the 16 vector registers).
+/// [`product`] compiled for AVX2 with FMA: 6 × 2 vectors of register tiles (6 × 16 in f32, 6 × 8 in f64; 12 of
+/// the 16 vector registers).
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA; `args`' output as in [`tile_product`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn avx2(args: Args) {
-    unsafe { product::<16>(args) }
+unsafe fn avx2<T: BlockElement>(args: Args<T>) {
+    unsafe {
+        if lanes::<T>(64) == 16 {
+            product::<T, 16>(args)
+        } else {
+            product::<T, 8>(args)
+        }
+    }
 }
 
-/// [`product`] compiled for NEON: 6 × 16 register tiles (24 of the 32 vector registers).
+/// [`product`] compiled for NEON: 6 × 4 vectors of register tiles (6 × 16 in f32, 6 × 8 in f64; 24 of the 32
+/// vector registers).
 ///
 /// # Safety
 /// The CPU must have NEON; `args`' output as in [`tile_product`].
 #[cfg(target_arch = "aarch64")]
 #[target_feature(enable = "neon")]
-unsafe fn neon(args: Args) {
-    unsafe { product::<16>(args) }
+unsafe fn neon<T: BlockElement>(args: Args<T>) {
+    unsafe {
+        if lanes::<T>(64) == 16 {
+            product::<T, 16>(args)
+        } else {
+            product::<T, 8>(args)
+        }
+    }
 }
 
 /// The blocked product with `STRIP × NR` register tiles (see [`tile_product`]).
@@ -154,9 +259,9 @@ unsafe fn neon(args: Args) {
 /// # Safety
 /// `args`' output as in [`tile_product`].
 #[inline(always)]
-unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) {
+unsafe fn product<T: BlockElement, const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args<T>) {
     let panels = nc.div_ceil(NR);
-    let weights = pack_weights::<NR>(w, nc, k, &mut s.weights);
+    let weights = pack_weights::<T, NR>(w, nc, k, &mut s.weights);
     if k == 0 {
         for r in 0..rows {
             // SAFETY: row `r`'s `nc` elements are the caller's output.
@@ -172,8 +277,8 @@ unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) 
     for r0 in (0..rows).step_by(ROW_BLOCK) {
         let mr = ROW_BLOCK.min(rows - r0);
         let (first, strips) = (r0 / STRIP, mr.div_ceil(STRIP));
-        for p0 in (0..k).step_by(BLOCK) {
-            let kb = BLOCK.min(k - p0);
+        for p0 in (0..k).step_by(T::BLOCK) {
+            let kb = T::BLOCK.min(k - p0);
             let step = Step::of(p0, kb, k);
             for j in 0..panels {
                 let b = &weights[(j * k + p0) * NR..(j * k + p0 + kb) * NR];
@@ -189,7 +294,7 @@ unsafe fn product<const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args) 
                         cols: NR.min(nc - c),
                     };
                     // SAFETY: the tile's rows and columns are the caller's output.
-                    unsafe { block_kernel::<STRIP, NR>(block_dot(a, b), sums, step, 1.0, tile) };
+                    unsafe { block_kernel::<T, STRIP, NR>(block_dot(a, b), sums, step, 1.0, tile) };
                 }
             }
         }
@@ -225,8 +330,8 @@ impl Step {
 /// The part of the output a register tile writes at its last block: `rows × cols` elements from `at`, row
 /// stride `ldo`.
 #[derive(Clone, Copy)]
-pub(super) struct Tile {
-    pub(super) at: *mut f32,
+pub(super) struct Tile<T> {
+    pub(super) at: *mut T,
     pub(super) ldo: usize,
     pub(super) rows: usize,
     pub(super) cols: usize,
@@ -239,24 +344,24 @@ pub(super) struct Tile {
 /// # Safety
 /// At the last (or only) block, `out` must be valid for writes at its `rows × cols` elements.
 #[inline(always)]
-pub(super) unsafe fn block_kernel<const MR: usize, const NR: usize>(
-    acc: [[f32; NR]; MR],
+pub(super) unsafe fn block_kernel<T: BlockElement, const MR: usize, const NR: usize>(
+    acc: [[T; NR]; MR],
     sums: &mut [f64],
     step: Step,
     alpha: f64,
-    out: Tile,
+    out: Tile<T>,
 ) {
     let sums = &mut sums[..MR * NR];
     if matches!(step, Step::First | Step::Only) {
         for r in 0..MR {
             for c in 0..NR {
-                sums[r * NR + c] = f64::from(acc[r][c]);
+                sums[r * NR + c] = acc[r][c].widen();
             }
         }
     } else {
         for r in 0..MR {
             for c in 0..NR {
-                sums[r * NR + c] += f64::from(acc[r][c]);
+                sums[r * NR + c] += acc[r][c].widen();
             }
         }
     }
@@ -266,28 +371,28 @@ pub(super) unsafe fn block_kernel<const MR: usize, const NR: usize>(
     for (r, sums) in sums.chunks_exact(NR).take(out.rows).enumerate() {
         // SAFETY: the tile's `rows × cols` elements are the caller's output.
         let row = unsafe { std::slice::from_raw_parts_mut(out.at.add(r * out.ldo), out.cols) };
-        if let Ok(row) = <&mut [f32; NR]>::try_from(&mut *row) {
+        if let Ok(row) = <&mut [T; NR]>::try_from(&mut *row) {
             // A whole tile row, with a constant length: vectorized.
             for (o, &v) in row.iter_mut().zip(sums) {
-                *o = (v * alpha) as f32;
+                *o = T::narrow(v * alpha);
             }
         } else {
             for (o, &v) in row.iter_mut().zip(sums) {
-                *o = (v * alpha) as f32;
+                *o = T::narrow(v * alpha);
             }
         }
     }
 }
 
-/// `acc[r][c] = Σ_p a[p · MR + r] · b[p · NR + c]` in f32 fused multiply-adds over `p` in order.
+/// `acc[r][c] = Σ_p a[p · MR + r] · b[p · NR + c]` in fused multiply-adds over `p` in order, from zero.
 #[inline(always)]
-fn block_dot<const MR: usize, const NR: usize>(a: &[f32], b: &[f32]) -> [[f32; NR]; MR] {
-    let mut acc = [[0.0f32; NR]; MR];
+fn block_dot<T: BlockElement, const MR: usize, const NR: usize>(a: &[T], b: &[T]) -> [[T; NR]; MR] {
+    let mut acc = [[T::default(); NR]; MR];
     // Constant loop bounds, so that the compiler unrolls both inner loops and keeps `acc` in vector registers.
     for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
         for r in 0..MR {
             for c in 0..NR {
-                acc[r][c] = ap[r].mul_add(bp[c], acc[r][c]);
+                acc[r][c] = ap[r].fused(bp[c], acc[r][c]);
             }
         }
     }
@@ -297,18 +402,19 @@ fn block_dot<const MR: usize, const NR: usize>(a: &[f32], b: &[f32]) -> [[f32; N
 /// Packs the `nc × k` weight tile into panels of `NR` weight rows, each stored index by index
 /// (`out[(j · k + p) · NR + c] = w[(j · NR + c) · k + p]`), the last panel padded with zero rows.
 #[inline(always)]
-fn pack_weights<'a, const NR: usize>(
-    w: &[f32],
+fn pack_weights<'a, T: BlockElement, const NR: usize>(
+    w: &[T],
     nc: usize,
     k: usize,
-    buf: &'a mut Vec<f32>,
-) -> &'a [f32] {
-    // Panels start on a cache line (a line holds 16 f32), so that no load of a panel row straddles two lines.
+    buf: &'a mut Vec<T>,
+) -> &'a [T] {
+    // Panels start on a cache line (of `line` elements), so that no load of a panel row straddles two lines.
+    let line = lanes::<T>(64);
     let len = nc.div_ceil(NR) * k * NR;
-    if buf.len() < len + 15 {
-        buf.resize(len + 15, 0.0);
+    if buf.len() < len + line - 1 {
+        buf.resize(len + line - 1, T::default());
     }
-    let skip = buf.as_ptr().align_offset(64).min(15);
+    let skip = buf.as_ptr().align_offset(64).min(line - 1);
     let out = &mut buf[skip..skip + len];
     if k > 0 {
         // Written in order, a panel row at a time from NR weight rows read side by side: a write per
@@ -316,9 +422,9 @@ fn pack_weights<'a, const NR: usize>(
         for (panel, rows) in out.chunks_exact_mut(k * NR).zip(w[..nc * k].chunks(k * NR)) {
             if rows.len() == k * NR {
                 // A whole panel: every row has `k` values, read without the padding's checks.
-                let rows: [&[f32]; NR] = std::array::from_fn(|c| &rows[c * k..(c + 1) * k]);
+                let rows: [&[T]; NR] = std::array::from_fn(|c| &rows[c * k..(c + 1) * k]);
                 for (p, dst) in panel.chunks_exact_mut(NR).enumerate() {
-                    let dst: &mut [f32; NR] = dst.try_into().expect("a panel row");
+                    let dst: &mut [T; NR] = dst.try_into().expect("a panel row");
                     for c in 0..NR {
                         dst[c] = rows[c][p];
                     }
@@ -326,10 +432,10 @@ fn pack_weights<'a, const NR: usize>(
                 continue;
             }
             let row = |c: usize| rows.get(c * k..(c + 1) * k).unwrap_or(&[]);
-            let rows: [&[f32]; NR] = std::array::from_fn(row);
+            let rows: [&[T]; NR] = std::array::from_fn(row);
             for (p, dst) in panel.chunks_exact_mut(NR).enumerate() {
                 for (d, row) in dst.iter_mut().zip(&rows) {
-                    *d = row.get(p).copied().unwrap_or(0.0);
+                    *d = row.get(p).copied().unwrap_or_default();
                 }
             }
         }
@@ -356,27 +462,55 @@ pub(super) mod tests {
             .collect()
     }
 
-    /// The product of the test operands of shape `(rows, k, nc)` by `isa`'s kernel, or by the portable code
-    /// with `STRIP × NR` tiles when `isa` is `None`, into rows 3 longer than the tile.
-    fn run<const NR: usize>(isa: Option<Isa>, (rows, k, nc): (usize, usize, usize)) -> Vec<f32> {
-        let (x, w) = (values(rows * k, 1), values(nc * k, 2));
-        let packed = pack_activations(&x, rows, k);
+    /// Deterministic f64 values in [-1, 1) with all 53 bits of their significands in use (products of f32
+    /// values are exact in f64, where fused and unfused multiply-adds would agree), a few of them large.
+    fn values_f64(n: usize, seed: u64) -> Vec<f64> {
+        (0..n as u64)
+            .map(|i| {
+                let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+                let v = h as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+                if h.is_multiple_of(61) {
+                    v * 300.0
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+
+    /// The product of `x` (`rows × k`) and `w` (`nc × k`) by `isa`'s kernel, or by the portable code with
+    /// `STRIP × NR` tiles when `isa` is `None`, into rows 3 longer than the tile.
+    fn product_of<T: BlockElement, const NR: usize>(
+        isa: Option<Isa>,
+        (rows, k, nc): (usize, usize, usize),
+        x: &[T],
+        w: &[T],
+    ) -> Vec<T> {
+        let packed = pack_activations(x, rows, k);
         let ldo = nc + 3;
-        let mut out = vec![f32::NAN; rows * ldo];
+        let mut out = vec![T::narrow(f64::NAN); rows * ldo];
         let o = out.as_mut_ptr();
         // SAFETY: `out` holds `rows` rows of `ldo ≥ nc` elements and is not otherwise used during the call.
         unsafe {
             match isa {
-                Some(isa) => tile_product(isa, &packed, rows, k, &w, nc, o, ldo),
+                Some(isa) => tile_product(isa, &packed, rows, k, w, nc, o, ldo),
                 None => {
                     let s = &mut Scratch::default();
-                    product::<NR>((&packed, rows, k, &w, nc, Out(o), ldo, s))
+                    product::<T, NR>((&packed, rows, k, w, nc, Out(o), ldo, s))
                 }
             }
         }
         // The columns past `nc` of each row are not the product's: they stay untouched.
-        assert!(out.chunks(ldo).all(|r| r[nc..].iter().all(|v| v.is_nan())));
+        assert!(out
+            .chunks(ldo)
+            .all(|r| r[nc..].iter().all(|v| v.widen().is_nan())));
         out
+    }
+
+    /// The f32 product of the test operands of shape `(rows, k, nc)`, as [`product_of`].
+    fn run<const NR: usize>(isa: Option<Isa>, (rows, k, nc): (usize, usize, usize)) -> Vec<f32> {
+        let (x, w) = (values(rows * k, 1), values(nc * k, 2));
+        product_of::<f32, NR>(isa, (rows, k, nc), &x, &w)
     }
 
     /// The sum the kernel is specified to compute, written plainly: f32 fused multiply-adds over each block of
@@ -478,5 +612,83 @@ pub(super) mod tests {
             "{err_blocks:e} vs {err_long:e}"
         );
         assert!(err_blocks / norm < 1e-13, "NMSE {:e}", err_blocks / norm);
+    }
+
+    /// Shapes for the f64 blocks: partial strips and panels, one, two and three blocks of 256 (the engine's
+    /// 576-long rows among them), several row blocks.
+    const F64_SHAPES: [(usize, usize, usize); 6] = [
+        (1, 1, 1),
+        (7, 130, 17),
+        (ROW_BLOCK + 13, 2 * F64_BLOCK + 5, 33),
+        (13, 576, 40),
+        (0, 10, 5),
+        (5, 0, 3),
+    ];
+
+    /// The f64 sum matrixmultiply computes for an element with `alpha = 1` on CPUs with fused multiply-adds:
+    /// over each block of `F64_BLOCK` inner indices, fused multiply-adds from zero in order, added in order.
+    fn reference_f64(x: &[f64], w: &[f64], k: usize, r: usize, c: usize) -> f64 {
+        let mut total = 0.0f64;
+        for p0 in (0..k).step_by(F64_BLOCK) {
+            let mut acc = 0.0f64;
+            for p in p0..(p0 + F64_BLOCK).min(k) {
+                acc = x[r * k + p].mul_add(w[c * k + p], acc);
+            }
+            total = if p0 == 0 { acc } else { total + acc };
+        }
+        total
+    }
+
+    #[test]
+    fn f64_products_are_matrixmultiplys_bits() {
+        for (rows, k, nc) in F64_SHAPES {
+            let (x, w) = (values_f64(rows * k, 5), values_f64(nc * k, 6));
+            let want: Vec<u64> = (0..rows)
+                .flat_map(|r| (0..nc).map(move |c| (r, c)))
+                .map(|(r, c)| reference_f64(&x, &w, k, r, c).to_bits())
+                .collect();
+            let got = |out: Vec<f64>| -> Vec<u64> {
+                out.chunks(nc + 3)
+                    .flat_map(|row| row[..nc].iter().map(|v| v.to_bits()))
+                    .collect()
+            };
+            for isa in Isa::available() {
+                let out = product_of::<f64, 16>(Some(isa), (rows, k, nc), &x, &w);
+                assert_eq!(got(out), want, "{isa} at {rows}×{k}×{nc}");
+            }
+            for out in [
+                product_of::<f64, 8>(None, (rows, k, nc), &x, &w),
+                product_of::<f64, 32>(None, (rows, k, nc), &x, &w),
+            ] {
+                assert_eq!(got(out), want, "another tile shape at {rows}×{k}×{nc}");
+            }
+            // matrixmultiply's fused kernels compute the same bits (it picks one where the CPU fuses, as every
+            // instruction set but the portable one does); its portable kernel rounds each product apart.
+            if Isa::best() != Isa::Portable && rows > 0 && nc > 0 {
+                let mut mm = vec![0.0f64; rows * nc];
+                // SAFETY: the views are the `rows × k`, `k × nc` (column stride `k`) and `rows × nc` matrices
+                // inside `x`, `w` and `mm`.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        rows,
+                        k,
+                        nc,
+                        1.0,
+                        x.as_ptr(),
+                        k as isize,
+                        1,
+                        w.as_ptr(),
+                        1,
+                        k as isize,
+                        0.0,
+                        mm.as_mut_ptr(),
+                        nc as isize,
+                        1,
+                    )
+                };
+                let mm: Vec<u64> = mm.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(mm, want, "matrixmultiply at {rows}×{k}×{nc}");
+            }
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The SIMD instruction sets of the CPUs ropescope runs on, detected at run time.
 //!
-//! The f32 weight products ([`super::block_sums`]) and the FMA peak loops the benchmarks report against are
-//! compiled per instruction set with `#[target_feature]`, and run only after [`Isa::is_available`] has confirmed
-//! the CPU has it; matrixmultiply (f64 and the attention products) picks its own kernel at run time.
+//! The weight products ([`super::block_sums`]), attention's f32 products and the FMA peak loops the benchmarks
+//! report against are compiled per instruction set with `#[target_feature]`, and run only after
+//! [`Isa::is_available`] has confirmed the CPU has it; matrixmultiply (attention's f64 products) picks its own
+//! kernel at run time.
 
 use std::sync::OnceLock;
 

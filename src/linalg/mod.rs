@@ -1,10 +1,12 @@
 //! Dense products on row-major slices.
 //!
-//! The weight products ([`matmul_transb_tiles`]) run, in f32, on [`block_sums`]: a GEMM that sums each output
-//! in f32 over 128-long blocks of the inner dimension and in f64 across blocks, at about matrixmultiply's speed
-//! and several times closer to float64. Attention's f32 products ([`gemm`]) sum the same way with nothing
-//! packed ([`unpacked`]). In f64 all of them, and the Gram products ([`gemm_transb`]), run on matrixmultiply's
-//! general-stride GEMM, called sequentially, which selects its kernel per instruction set at run time. faer,
+//! The weight products ([`matmul_transb_tiles`]) run on [`block_sums`]: a GEMM that sums each output over
+//! short blocks of the inner dimension and in f64 across blocks; in f32 over 128-long blocks, at about
+//! matrixmultiply's speed and several times closer to float64; in f64 over matrixmultiply's own 256-long
+//! blocks, with its bits and a larger register tile. Attention's f32 products ([`gemm`]) sum the same way with
+//! nothing packed ([`unpacked`]). In f64 attention's products, and the Gram products ([`gemm_transb`]), run on
+//! matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
+//! run time. faer,
 //! run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw faults on AVX-512
 //! machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
 //! (`tests/engine/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions,
@@ -216,12 +218,12 @@ pub fn matmul_transb_tiles<T: Real>(
         T::with_tile_buffer(nc * k, |w| {
             time(Step::Dequantize, || fill(c0..c0 + nc, w));
             let dst = &dst;
-            // SAFETY: `x` holds `rows × k` elements (asserted) and `w` holds `nc × k`; the output view, columns
-            // `c0..c0 + nc` of every row of the `rows × n` buffer with row stride `n`, lies inside `out`, and
-            // distinct tiles address disjoint columns, so no two tasks write the same element and none reads
-            // what another writes. `out` outlives the parallel loop.
+            // SAFETY: `packed` holds `rows × k` activations (asserted) and `w` holds `nc × k`; the output view,
+            // columns `c0..c0 + nc` of every row of the `rows × n` buffer with row stride `n`, lies inside
+            // `out`, and distinct tiles address disjoint columns, so no two tasks write the same element and
+            // none reads what another writes. `out` outlives the parallel loop.
             time(Step::Multiply, || unsafe {
-                T::weight_tile_product(x, &packed, rows, k, w, nc, dst.0.add(c0), n)
+                T::weight_tile_product(&packed, rows, k, w, nc, dst.0.add(c0), n)
             });
         });
         count_flops(Step::Multiply, 2 * rows * k * nc);

@@ -175,7 +175,7 @@ fn run<const NR: usize>(args: Args) {
                     let sums = &mut sums[(i * (chunk / NR) + j) * STRIP * NR..];
                     // SAFETY: the tile's `rows × cols` elements lie in `out` (checked by `product`), which
                     // this function borrows uniquely.
-                    unsafe { block_kernel::<STRIP, NR>(acc, sums, step, alpha, tile) };
+                    unsafe { block_kernel::<f32, STRIP, NR>(acc, sums, step, alpha, tile) };
                 }
             }
         }
