@@ -113,18 +113,16 @@ impl<T> Strips<T> {
 /// Runs `product(c0, nc, dst)` for every engine weight tile (columns `c0..c0 + nc`) of the `ROWS × n` output
 /// `out`, tiles in parallel, as `linalg::matmul_transb_tiles` does; `dst` points at column `c0` of row 0 (row
 /// stride `n`), and only that tile writes those columns.
-fn per_tile<T: Copy + Send>(
-    n: usize,
-    out: &mut [T],
-    product: impl Fn(usize, usize, *mut T) + Sync,
-) {
+fn per_tile<T: Real>(n: usize, out: &mut [T], product: impl Fn(usize, usize, *mut T) + Sync) {
     assert_eq!(out.len(), ROWS * n);
     let dst = Strips(out.as_mut_ptr());
-    weight_tiles(n).into_par_iter().for_each(|tile| {
-        let (c0, nc) = (tile.start, tile.len());
-        // SAFETY: column `c0 < n` of row 0 is inside `out` (length asserted).
-        product(c0, nc, unsafe { dst.at(c0) })
-    });
+    weight_tiles(n, T::weight_tile_unit())
+        .into_par_iter()
+        .for_each(|tile| {
+            let (c0, nc) = (tile.start, tile.len());
+            // SAFETY: column `c0 < n` of row 0 is inside `out` (length asserted).
+            product(c0, nc, unsafe { dst.at(c0) })
+        });
 }
 
 /// The same dense product `out = x · wᵀ` (`x`: `ROWS × k`, `w`: `n × k`) through matrixmultiply and faer.

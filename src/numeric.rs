@@ -92,6 +92,10 @@ pub trait Real:
     /// to the same f32 but in the rarest ties, at a fraction of a division's cost.
     fn divide_all(xs: &mut [Self], sum: f64);
 
+    /// The weight rows a weight product's tiles are cut in multiples of: the register-tile width of the kernel
+    /// [`Real::weight_tile_product`] runs on this CPU (the crate's `linalg::block_sums::panel_width`).
+    fn weight_tile_unit() -> usize;
+
     /// The activations `x` (`rows × k`, row-major) packed once per product for [`Real::weight_tile_product`]
     /// (the crate's `linalg::block_sums::pack_activations`).
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self>;
@@ -184,6 +188,10 @@ impl Real for f32 {
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
     }
+    fn weight_tile_unit() -> usize {
+        use crate::linalg::{block_sums::panel_width, Isa};
+        panel_width::<Self>(Isa::best())
+    }
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
         crate::linalg::block_sums::pack_activations(x, rows, k)
     }
@@ -262,6 +270,10 @@ impl Real for f64 {
         matrixmultiply::dgemm(
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
+    }
+    fn weight_tile_unit() -> usize {
+        use crate::linalg::{block_sums::panel_width, Isa};
+        panel_width::<Self>(Isa::best())
     }
     fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
         crate::linalg::block_sums::pack_activations(x, rows, k)

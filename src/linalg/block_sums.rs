@@ -35,6 +35,36 @@ pub const F64_BLOCK: usize = 256;
 /// Rows of a register tile, on every instruction set: activations are packed in strips of this many rows.
 pub(super) const STRIP: usize = 6;
 
+/// Columns (weight rows) of each instruction set's register tile, in f32 and in f64: [`panel_width`].
+const AVX512_WIDTHS: (usize, usize) = (32, 24);
+/// As [`AVX512_WIDTHS`], for AVX2 with FMA.
+const AVX2_WIDTHS: (usize, usize) = (16, 8);
+/// As [`AVX512_WIDTHS`], for NEON.
+const NEON_WIDTHS: (usize, usize) = (16, 8);
+/// As [`AVX512_WIDTHS`], for the portable code.
+const PORTABLE_WIDTHS: (usize, usize) = (16, 16);
+
+/// The number of weight rows (output columns) one register tile of `isa`'s kernel multiplies in `T`: the
+/// width of its weight panels. A weight tile of a multiple of it leaves no panel padded.
+pub fn panel_width<T: BlockElement>(isa: Isa) -> usize {
+    let (f32_width, f64_width) = match isa {
+        Isa::Avx512 => AVX512_WIDTHS,
+        Isa::Avx2Fma => AVX2_WIDTHS,
+        Isa::Neon => NEON_WIDTHS,
+        Isa::Portable => PORTABLE_WIDTHS,
+    };
+    if is_f32::<T>() {
+        f32_width
+    } else {
+        f64_width
+    }
+}
+
+/// Whether `T` is f32 (else f64).
+const fn is_f32<T>() -> bool {
+    std::mem::size_of::<T>() == 4
+}
+
 /// Activation rows multiplied together: a `ROW_BLOCK × BLOCK` block (48 KiB in f32, 192 KiB in f64) stays in
 /// the L2 cache.
 const ROW_BLOCK: usize = 16 * STRIP;
@@ -176,7 +206,13 @@ pub unsafe fn tile_product<T: BlockElement>(
             Isa::Avx2Fma => unsafe { avx2(args) },
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => unsafe { neon(args) },
-            _ => unsafe { product::<T, 16>(args) },
+            _ => unsafe {
+                if is_f32::<T>() {
+                    product::<T, { PORTABLE_WIDTHS.0 }>(args)
+                } else {
+                    product::<T, { PORTABLE_WIDTHS.1 }>(args)
+                }
+            },
         }
     })
 }
@@ -197,11 +233,6 @@ type Args<'a, T> = (
     &'a mut Scratch<T>,
 );
 
-/// Elements of `T` in `bytes` bytes of vector registers.
-const fn lanes<T>(bytes: usize) -> usize {
-    bytes / std::mem::size_of::<T>()
-}
-
 /// [`product`] compiled for AVX-512F: register tiles of 6 × 32 in f32 (12 of the 32 vector registers) and
 /// 6 × 24 in f64 (18: with 12, the f64 kernel ran 4% slower).
 ///
@@ -212,10 +243,10 @@ const fn lanes<T>(bytes: usize) -> usize {
 unsafe fn avx512<T: BlockElement>(args: Args<T>) {
     // Only the branch of `T`'s width is kept.
     unsafe {
-        if lanes::<T>(128) == 32 {
-            product::<T, 32>(args)
+        if is_f32::<T>() {
+            product::<T, { AVX512_WIDTHS.0 }>(args)
         } else {
-            product::<T, 24>(args)
+            product::<T, { AVX512_WIDTHS.1 }>(args)
         }
     }
 }
@@ -229,10 +260,10 @@ unsafe fn avx512<T: BlockElement>(args: Args<T>) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn avx2<T: BlockElement>(args: Args<T>) {
     unsafe {
-        if lanes::<T>(64) == 16 {
-            product::<T, 16>(args)
+        if is_f32::<T>() {
+            product::<T, { AVX2_WIDTHS.0 }>(args)
         } else {
-            product::<T, 8>(args)
+            product::<T, { AVX2_WIDTHS.1 }>(args)
         }
     }
 }
@@ -246,10 +277,10 @@ unsafe fn avx2<T: BlockElement>(args: Args<T>) {
 #[target_feature(enable = "neon")]
 unsafe fn neon<T: BlockElement>(args: Args<T>) {
     unsafe {
-        if lanes::<T>(64) == 16 {
-            product::<T, 16>(args)
+        if is_f32::<T>() {
+            product::<T, { NEON_WIDTHS.0 }>(args)
         } else {
-            product::<T, 8>(args)
+            product::<T, { NEON_WIDTHS.1 }>(args)
         }
     }
 }
@@ -409,7 +440,7 @@ fn pack_weights<'a, T: BlockElement, const NR: usize>(
     buf: &'a mut Vec<T>,
 ) -> &'a [T] {
     // Panels start on a cache line (of `line` elements), so that no load of a panel row straddles two lines.
-    let line = lanes::<T>(64);
+    let line = 64 / std::mem::size_of::<T>();
     let len = nc.div_ceil(NR) * k * NR;
     if buf.len() < len + line - 1 {
         buf.resize(len + line - 1, T::default());

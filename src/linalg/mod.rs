@@ -147,7 +147,7 @@ unsafe impl<T: Send> Send for StripOut<T> {}
 // SAFETY: as above; tasks only write through it, each to its own strip.
 unsafe impl<T: Send> Sync for StripOut<T> {}
 
-/// Smallest number of weight rows per work item of [`matmul_transb_tiles`].
+/// Weight rows per tile below which [`weight_tiles`] makes fewer tiles than eight: two tiles of 16 rows each.
 pub const MIN_WEIGHT_TILE: usize = 16;
 
 /// Largest number of weight rows per work item of [`matmul_transb_tiles`]: it bounds the produced tile (2 MiB
@@ -155,19 +155,23 @@ pub const MIN_WEIGHT_TILE: usize = 16;
 /// activations.
 pub const MAX_WEIGHT_TILE: usize = 256;
 
-/// The weight rows of each parallel work item of [`matmul_transb_tiles`] for a weight of `n` rows, in order.
+/// The weight rows of each parallel work item of a weight product for a weight of `n` rows, in order, cut in
+/// multiples of `unit` rows (`1 ≤ unit ≤` [`MAX_WEIGHT_TILE`]): the kernel's register-tile width
+/// ([`Real::weight_tile_unit`]), so that no tile multiplies padding, or the integer products' row group.
 ///
-/// About eight tiles, so that even the small key and value projections give every core of a laptop work, each
-/// between [`MIN_WEIGHT_TILE`] and [`MAX_WEIGHT_TILE`] rows and, but for the last, a multiple of 16 (the GEMM's
-/// register tiles), their sizes differing by at most 16 rows: cores that take equal numbers of tiles get
-/// equal work. It depends on `n` alone, never on the thread count.
-pub fn weight_tiles(n: usize) -> Vec<std::ops::Range<usize>> {
-    let units = n.div_ceil(MIN_WEIGHT_TILE);
+/// About eight tiles (one per [`MIN_WEIGHT_TILE`]` · 2` rows where there are fewer), so that even the small key
+/// and value projections give every core of a laptop work, each of at most [`MAX_WEIGHT_TILE`] rows and, but
+/// for the last, a multiple of `unit`, their sizes differing by at most one unit: cores that take equal numbers
+/// of tiles get equal work. It depends on `n` and `unit` alone, never on the thread count (nor does any
+/// result depend on where the tiles are cut: each output element is one tile's, computed whole).
+pub fn weight_tiles(n: usize, unit: usize) -> Vec<std::ops::Range<usize>> {
+    assert!((1..=MAX_WEIGHT_TILE).contains(&unit), "tile unit {unit}");
+    let units = n.div_ceil(unit);
     let count = units
-        .div_ceil(MAX_WEIGHT_TILE / MIN_WEIGHT_TILE)
-        .max((units / 2).clamp(1, 8))
+        .div_ceil(MAX_WEIGHT_TILE / unit)
+        .max((n.div_ceil(MIN_WEIGHT_TILE) / 2).clamp(1, 8))
         .min(units);
-    let end = |i: usize| (units * i / count * MIN_WEIGHT_TILE).min(n);
+    let end = |i: usize| (units * i / count * unit).min(n);
     (0..count).map(|i| end(i)..end(i + 1)).collect()
 }
 
@@ -195,7 +199,7 @@ pub(crate) fn with_thread_buffer<T: Copy + Default, R>(
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
 /// Returns the `rows × n` product.
 ///
-/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n)`; each tile is produced once and
+/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n, T::weight_tile_unit())`; each tile is produced once and
 /// multiplied with all `rows` rows of `x` sequentially, so every output element is computed by the same
 /// operations in the same order at any thread count.
 pub fn matmul_transb_tiles<T: Real>(
@@ -213,7 +217,7 @@ pub fn matmul_transb_tiles<T: Real>(
     let mut out: Vec<T> = Vec::with_capacity(rows * n);
     let packed = T::pack_activations(x, rows, k);
     let dst = StripOut(out.as_mut_ptr());
-    weight_tiles(n).into_par_iter().for_each(|tile| {
+    weight_tiles(n, T::weight_tile_unit()).into_par_iter().for_each(|tile| {
         let (c0, nc) = (tile.start, tile.len());
         T::with_tile_buffer(nc * k, |w| {
             time(Step::Dequantize, || fill(c0..c0 + nc, w));
@@ -277,10 +281,25 @@ mod tests {
     }
 
     #[test]
-    fn weight_tiles_cover_the_rows_in_near_equal_multiples_of_16() {
-        assert!(weight_tiles(0).is_empty());
+    fn weight_tiles_cover_the_rows_in_near_equal_multiples_of_their_unit() {
+        for unit in [8, 16, 24, 32] {
+            tiles_of(unit);
+        }
+        // SmolLM2's width: eight tiles of 64 and 80 rows alternating, 288 rows in each half, in units of 16; of
+        // 64 and 96 rows in units of 32 (no AVX-512 f32 panel padded), 288 rows in each half again.
+        let sizes = |unit| -> Vec<usize> { weight_tiles(576, unit).iter().map(|t| t.len()).collect() };
+        assert_eq!(sizes(16), [64, 80, 64, 80, 64, 80, 64, 80]);
+        assert_eq!(sizes(32), [64, 64, 64, 96, 64, 64, 64, 96]);
+        // The key and value projections' 192 rows: six tiles, three for each of two cores.
+        assert_eq!(weight_tiles(192, 32).len(), 6);
+        assert_eq!(weight_tiles(192, 24).len(), 6);
+    }
+
+    /// Checks [`weight_tiles`] in units of `unit` over many widths.
+    fn tiles_of(unit: usize) {
+        assert!(weight_tiles(0, unit).is_empty());
         for n in (1..5000).chain([49_152, 262_144]) {
-            let tiles = weight_tiles(n);
+            let tiles = weight_tiles(n, unit);
             assert_eq!(
                 (tiles[0].start, tiles.last().unwrap().end),
                 (0, n),
@@ -288,15 +307,12 @@ mod tests {
             );
             assert!(tiles.windows(2).all(|t| t[0].end == t[1].start), "n = {n}");
             let full = &tiles[..tiles.len() - 1];
-            assert!(
-                full.iter().all(|t| t.len() % MIN_WEIGHT_TILE == 0),
-                "n = {n}"
-            );
+            assert!(full.iter().all(|t| t.len() % unit == 0), "n = {n}");
             let (lo, hi) = full.iter().fold((usize::MAX, 0), |(lo, hi), t| {
                 (lo.min(t.len()), hi.max(t.len()))
             });
             assert!(
-                full.is_empty() || (lo >= MIN_WEIGHT_TILE && hi <= lo + MIN_WEIGHT_TILE),
+                full.is_empty() || (lo >= unit && hi <= lo + unit),
                 "n = {n}"
             );
             assert!(
@@ -307,13 +323,10 @@ mod tests {
             );
             // About eight, so that small projections still give every core work.
             assert!(
-                tiles.len() >= (n.div_ceil(MIN_WEIGHT_TILE) / 2).clamp(1, 8),
+                tiles.len() >= (n.div_ceil(MIN_WEIGHT_TILE) / 2).clamp(1, 8).min(n.div_ceil(unit)),
                 "n = {n}"
             );
         }
-        // SmolLM2's width: eight tiles of 64 and 80 rows alternating, 288 rows in each half.
-        let sizes: Vec<usize> = weight_tiles(576).iter().map(|t| t.len()).collect();
-        assert_eq!(sizes, [64, 80, 64, 80, 64, 80, 64, 80]);
     }
 
     #[test]

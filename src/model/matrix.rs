@@ -203,7 +203,7 @@ impl WeightMatrix {
         // Not cleared first: every element is written by exactly one tile.
         let mut y: Vec<f32> = Vec::with_capacity(n * rows);
         let dst = StripOut(y.as_mut_ptr());
-        weight_tiles(rows).into_par_iter().for_each(|tile| {
+        weight_tiles(rows, DECODED_ROWS).into_par_iter().for_each(|tile| {
             // `DECODED_ROWS` rows decoded at a time stay in cache while every row of activations meets them;
             // their products go to the thread's buffer, then to their columns of `y`.
             with_thread_buffer(&PRODUCTS, n * DECODED_ROWS, |out| {
