@@ -12,7 +12,8 @@
 //! count (wall steps) or at one thread (parts). The last row rates the whole pass: every product's operations
 //! over the pass's wall time.
 //!
-//! Each figure is the median over `RUNS` profiled passes after one warm-up pass. A model whose file is absent
+//! Each figure is the median over `RUNS` profiled passes after one warm-up pass, with glibc's allocator set as
+//! the command line sets it (`cli::keep_freed_memory`). A model whose file is absent
 //! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32`, `-- f64` or `-- ggml` for one mode;
 //! threads: `RAYON_NUM_THREADS`, default every core). `ggml` is the f32 pass with `--arithmetic ggml`, without
 //! capture (the logits-only pass the peer comparison times against llama.cpp): its projections are integer
@@ -209,6 +210,8 @@ fn run<T: Real>(
 }
 
 fn main() {
+    // The allocator as the command line sets it: passes reuse freed blocks instead of faulting in fresh pages.
+    ropescope::cli::keep_freed_memory();
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

@@ -137,7 +137,8 @@ fn quiet_on_broken_pipe() {
 /// afresh, each faulted in and zeroed its pages again: a 32768-token Gemma 3 scan spent 18.6 s of its 139 s
 /// of CPU time in the kernel, 1.3 s with the blocks kept (74.6 s → 62.2 s wall, the same peak memory). Blocks a
 /// worker thread's arena cannot hold still get a mapping of their own. Elsewhere, the allocator is left as it is.
-fn keep_freed_memory() {
+/// Public for the benchmarks, which time passes as the command line runs them; call it before any thread exists.
+pub fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: called once at start-up, before any thread exists; both are documented mallopt parameters, and
     // mallopt only changes how later requests are served.

@@ -368,9 +368,10 @@ pub(super) struct Tile<T> {
     pub(super) cols: usize,
 }
 
-/// One block of the inner dimension for one register tile, given its f32 sums `acc` ([`block_dot`]): as
+/// One block of the inner dimension for one register tile, given its block sums `acc` ([`block_dot`]): as
 /// `step` says, set into the f64 `sums[r · NR + c]`, added to them, or added, multiplied by `alpha` and
-/// written to `out` rounded to f32.
+/// written to `out` rounded to `T`; the only block goes to `out` the same way without the sums (which may then
+/// be empty).
 ///
 /// # Safety
 /// At the last (or only) block, `out` must be valid for writes at its `rows × cols` elements.
@@ -382,8 +383,14 @@ pub(super) unsafe fn block_kernel<T: BlockElement, const MR: usize, const NR: us
     alpha: f64,
     out: Tile<T>,
 ) {
+    if step == Step::Only {
+        // The only block: straight from the registers to the output, the sums untouched.
+        // SAFETY: forwarded from the caller.
+        unsafe { write_tile::<T, NR>(out, alpha, |r, c| acc[r][c].widen()) };
+        return;
+    }
     let sums = &mut sums[..MR * NR];
-    if matches!(step, Step::First | Step::Only) {
+    if step == Step::First {
         for r in 0..MR {
             for c in 0..NR {
                 sums[r * NR + c] = acc[r][c].widen();
@@ -396,20 +403,33 @@ pub(super) unsafe fn block_kernel<T: BlockElement, const MR: usize, const NR: us
             }
         }
     }
-    if matches!(step, Step::First | Step::Middle) {
-        return;
+    if step == Step::Last {
+        // SAFETY: forwarded from the caller.
+        unsafe { write_tile::<T, NR>(out, alpha, |r, c| sums[r * NR + c]) };
     }
-    for (r, sums) in sums.chunks_exact(NR).take(out.rows).enumerate() {
+}
+
+/// Writes `value(r, c) · alpha`, rounded to `T`, to each of the tile's `rows × cols` elements.
+///
+/// # Safety
+/// `out` must be valid for writes at its `rows × cols` elements.
+#[inline(always)]
+unsafe fn write_tile<T: BlockElement, const NR: usize>(
+    out: Tile<T>,
+    alpha: f64,
+    value: impl Fn(usize, usize) -> f64,
+) {
+    for r in 0..out.rows {
         // SAFETY: the tile's `rows × cols` elements are the caller's output.
         let row = unsafe { std::slice::from_raw_parts_mut(out.at.add(r * out.ldo), out.cols) };
         if let Ok(row) = <&mut [T; NR]>::try_from(&mut *row) {
             // A whole tile row, with a constant length: vectorized.
-            for (o, &v) in row.iter_mut().zip(sums) {
-                *o = T::narrow(v * alpha);
+            for (c, o) in row.iter_mut().enumerate() {
+                *o = T::narrow(value(r, c) * alpha);
             }
         } else {
-            for (o, &v) in row.iter_mut().zip(sums) {
-                *o = T::narrow(v * alpha);
+            for (c, o) in row.iter_mut().enumerate() {
+                *o = T::narrow(value(r, c) * alpha);
             }
         }
     }

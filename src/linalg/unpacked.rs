@@ -133,7 +133,8 @@ fn run<const NR: usize>(args: Args) {
     }
     let strips = m.div_ceil(STRIP);
     let chunk = ((SUMS / (strips * STRIP * NR)).max(1) * NR).min(n.next_multiple_of(NR));
-    let mut sums = vec![0.0f64; strips * STRIP * chunk];
+    // The f64 sums of several blocks; none for a single block, which goes from the registers to `out`.
+    let mut sums = vec![0.0f64; if k > BLOCK { strips * STRIP * chunk } else { 0 }];
     let mut edge = Vec::new();
     for c0 in (0..n).step_by(chunk) {
         let cn = chunk.min(n - c0);
@@ -172,7 +173,7 @@ fn run<const NR: usize>(args: Args) {
                         rows,
                         cols,
                     };
-                    let sums = &mut sums[(i * (chunk / NR) + j) * STRIP * NR..];
+                    let sums = sums.get_mut((i * (chunk / NR) + j) * STRIP * NR..).unwrap_or(&mut []);
                     // SAFETY: the tile's `rows × cols` elements lie in `out` (checked by `product`), which
                     // this function borrows uniquely.
                     unsafe { block_kernel::<f32, STRIP, NR>(acc, sums, step, alpha, tile) };
