@@ -15,8 +15,10 @@ use std::time::Instant;
 /// Accumulators per loop on 16-register instruction sets (AVX2): 12, leaving room for the two operands.
 #[cfg(target_arch = "x86_64")]
 const ACC_16_REGS: usize = 12;
-/// Accumulators per loop on 32-register instruction sets (AVX-512, NEON).
-const ACC_32_REGS: usize = 24;
+/// Accumulators per loop on 32-register instruction sets (AVX-512, NEON): 16, twice the FMA latency (4) times
+/// the FMA units (2). With 24, the compiler kept some on the stack and moved the others between registers
+/// every round, and the loop measured half the peak of a Xeon with two 512-bit FMA units.
+const ACC_32_REGS: usize = 16;
 
 /// Defines a peak loop: `iters` rounds of `$acc` independent `acc ← fma(acc, a, b)` on `$lanes`-lane vectors.
 /// Returns a value that depends on every accumulator, so no round can be optimised away.
