@@ -498,35 +498,29 @@ fn pack_weights<'a, T: BlockElement, const NR: usize>(
 pub(super) mod tests {
     use super::*;
 
-    /// Deterministic values in [-1, 1) with a few large ones, as real activations have.
-    pub(in crate::linalg) fn values(n: usize, seed: u64) -> Vec<f32> {
-        (0..n as u64)
-            .map(|i| {
-                let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
-                let v = h as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
-                if h.is_multiple_of(61) {
-                    v * 300.0
-                } else {
-                    v
-                }
-            })
-            .collect()
+    /// Deterministic values in [-1, 1) of `bits` significant bits, a few of them (one in 61) 300 times larger,
+    /// as real activations have.
+    fn values_of(n: usize, seed: u64, bits: u32) -> impl Iterator<Item = f64> {
+        (0..n as u64).map(move |i| {
+            let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits);
+            let v = h as f64 / (1u64 << bits) as f64 * 2.0 - 1.0;
+            if h.is_multiple_of(61) {
+                v * 300.0
+            } else {
+                v
+            }
+        })
     }
 
-    /// Deterministic f64 values in [-1, 1) with all 53 bits of their significands in use (products of f32
-    /// values are exact in f64, where fused and unfused multiply-adds would agree), a few of them large.
+    /// [`values_of`] in f32, with 24 bits (each value exact in f32).
+    pub(in crate::linalg) fn values(n: usize, seed: u64) -> Vec<f32> {
+        values_of(n, seed, 24).map(|v| v as f32).collect()
+    }
+
+    /// [`values_of`] in f64, with all 53 bits of their significands in use: products of f32 values are exact in
+    /// f64, where fused and unfused multiply-adds would agree.
     fn values_f64(n: usize, seed: u64) -> Vec<f64> {
-        (0..n as u64)
-            .map(|i| {
-                let h = (i ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
-                let v = h as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
-                if h.is_multiple_of(61) {
-                    v * 300.0
-                } else {
-                    v
-                }
-            })
-            .collect()
+        values_of(n, seed, 53).collect()
     }
 
     /// The product of `x` (`rows × k`) and `w` (`nc × k`) by `isa`'s kernel, or by the portable code with
