@@ -6,15 +6,15 @@
 //! blocks, with its bits and a larger register tile. Attention's f32 products ([`gemm`]) sum the same way with
 //! nothing packed ([`unpacked`]). In f64 attention's products, and the Gram products ([`gemm_transb`]), run on
 //! matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
-//! run time. faer,
-//! run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw faults on AVX-512
+//! run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw faults on AVX-512
 //! machines with operands that are not 64-byte aligned, as the engine's views into plain vectors are
 //! (`tests/engine/faer_unaligned.rs` is the reproducer); faer remains the crate's library for decompositions,
 //! on its own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.
 //!
 //! Results are identical at any thread count: [`matmul_transb_tiles`] splits its output into column strips whose
-//! width depends only on the shape, each strip is multiplied sequentially, and the split never depends on how
-//! many threads run it, so every output element is computed by the same operations in the same order.
+//! width depends only on the shape and the kernel's register tile, each strip is multiplied sequentially, and
+//! the split never depends on how many threads run it (nor does any element depend on where the strips are
+//! cut), so every output element is computed by the same operations in the same order.
 
 pub mod block_sums;
 pub mod isa;
@@ -199,9 +199,9 @@ pub(crate) fn with_thread_buffer<T: Copy + Default, R>(
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
 /// Returns the `rows × n` product.
 ///
-/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n, T::weight_tile_unit())`; each tile is produced once and
-/// multiplied with all `rows` rows of `x` sequentially, so every output element is computed by the same
-/// operations in the same order at any thread count.
+/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n, T::weight_tile_unit())`; each tile is
+/// produced once and multiplied with all `rows` rows of `x` sequentially, so every output element is computed
+/// by the same operations in the same order at any thread count.
 pub fn matmul_transb_tiles<T: Real>(
     x: &[T],
     rows: usize,
