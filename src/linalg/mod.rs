@@ -9,7 +9,8 @@
 //! run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw
 //! faults on AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain
 //! vectors are (`tests/engine/faer_unaligned.rs` is the reproducer); faer remains the crate's library for
-//! decompositions, on its own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the benchmarks.
+//! decompositions, on its own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the
+//! benchmarks.
 //!
 //! Results are identical at any thread count: [`matmul_transb_tiles`] splits its output into column strips whose
 //! width depends only on the shape and the kernel's register tile, each strip is multiplied sequentially, and
