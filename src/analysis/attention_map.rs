@@ -108,38 +108,18 @@ impl<T: Real> Capture<T> for AttentionMapCapture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rope::{Pairing, RopeSpec};
+    use crate::capture::window_example;
 
     /// On a sliding-window layer a row's block starts after key 0: each probability still lands in the bin of
     /// its own key (column `c` of the block is key `cols.start + c`), and the keys before the window get none.
     #[test]
     fn a_window_block_puts_each_probability_in_its_own_keys_bin() {
-        let info = HeadInfo {
-            layer: 0,
-            head: 0,
-            kv_head: 0,
-            head_dim: 4,
-            value_dim: 4,
-            n_tokens: 9,
-            rope: RopeSpec::new(4, 1e4, Pairing::HalfSplit),
-            window: Some(5),
-            chunk: None,
-            sink: None,
-            scale: 1.0,
-        };
-        // Query 8 sees keys 4 to 8; one bin per position.
+        let (info, block) = (window_example::head(), window_example::last_row());
         assert_eq!(info.first_visible(8), 4);
+        // One bin per position.
         let mut head = MapHead {
             side: 9,
             sums: vec![0.0; 81],
-        };
-        let probs = [0.1, 0.2, 0.3, 0.15, 0.25];
-        let block = AttentionBlock {
-            rows: 8..9,
-            cols: 4..9,
-            logits: &[0.0; 5],
-            probs: &probs,
-            sink_mass: &[],
         };
         HeadCapture::<f64>::block(&mut head, &info, &block);
         let want = [0.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3, 0.15, 0.25];

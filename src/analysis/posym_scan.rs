@@ -427,39 +427,19 @@ impl<T: Real> Capture<T> for LastRowCapture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rope::{Pairing, RopeSpec};
+    use crate::capture::window_example;
 
     /// On a sliding-window layer the last row's block starts after key 0: each probability still lands on its
     /// own key (column `c` of the block is key `cols.start + c`), and the keys before the window get none.
     #[test]
     fn a_window_block_puts_each_probability_on_its_own_key() {
-        let info = HeadInfo {
-            layer: 0,
-            head: 0,
-            kv_head: 0,
-            head_dim: 4,
-            value_dim: 4,
-            n_tokens: 9,
-            rope: RopeSpec::new(4, 1e4, Pairing::HalfSplit),
-            window: Some(5),
-            chunk: None,
-            sink: None,
-            scale: 1.0,
-        };
+        let (info, block) = (window_example::head(), window_example::last_row());
         // Context keys 0–7 in m = 4 blocks of two; query 8 sees keys 4 to 8.
         assert_eq!(info.first_visible(8), 4);
         let mut head = LastRowHead {
             context: 0..8,
             m: 4,
             masses: HeadMasses::default(),
-        };
-        let probs = [0.1, 0.2, 0.3, 0.15, 0.25];
-        let block = AttentionBlock {
-            rows: 8..9,
-            cols: 4..9,
-            logits: &[0.0; 5],
-            probs: &probs,
-            sink_mass: &[],
         };
         head.block(&info, &block);
         // Keys 4–7 hold 0.1 + 0.2 and 0.3 + 0.15 of the context's 0.75 (key 8 is the query's own, outside it).

@@ -250,3 +250,41 @@ impl<T: Real> Capture<T> for NoCapture {
     }
     fn end_head(&mut self, _info: &HeadInfo, _head: NoCapture) {}
 }
+
+/// A sliding-window example for the captures' unit tests: a block of attention that starts after key 0.
+#[cfg(test)]
+pub(crate) mod window_example {
+    use super::{AttentionBlock, HeadInfo};
+    use crate::rope::{Pairing, RopeSpec};
+
+    /// Query 8's probabilities over keys 4 to 8.
+    pub(crate) const PROBS: [f64; 5] = [0.1, 0.2, 0.3, 0.15, 0.25];
+
+    /// Head 0 of a one-layer, 9-position sequence with a window of 5: query 8 sees keys 4 to 8.
+    pub(crate) fn head() -> HeadInfo {
+        HeadInfo {
+            layer: 0,
+            head: 0,
+            kv_head: 0,
+            head_dim: 4,
+            value_dim: 4,
+            n_tokens: 9,
+            rope: RopeSpec::new(4, 1e4, Pairing::HalfSplit),
+            window: Some(5),
+            chunk: None,
+            sink: None,
+            scale: 1.0,
+        }
+    }
+
+    /// Query 8's block: one row over keys 4 to 8, column `c` being key `4 + c` ([`PROBS`]).
+    pub(crate) fn last_row() -> AttentionBlock<'static, f64> {
+        AttentionBlock {
+            rows: 8..9,
+            cols: 4..9,
+            logits: &[0.0; 5],
+            probs: &PROBS,
+            sink_mass: &[],
+        }
+    }
+}

@@ -132,18 +132,10 @@ impl BlockElement for f64 {
 }
 
 /// Reusable buffers of [`tile_product`]: the packed weight tile and the f64 sums.
+#[derive(Default)]
 pub struct Scratch<T> {
     weights: Vec<T>,
     sums: Vec<f64>,
-}
-
-impl<T> Default for Scratch<T> {
-    fn default() -> Self {
-        Scratch {
-            weights: Vec::new(),
-            sums: Vec::new(),
-        }
-    }
 }
 
 /// The activations `x` (`rows × k`, row-major) packed for [`tile_product`], once per product: strips of
