@@ -14,7 +14,9 @@
 
 use rayon::prelude::*;
 use ropescope::gguf::{GgufFile, GgufWriter};
-use ropescope::linalg::{matmul_transb_tiles, peak::fma_peak_gflops, weight_tiles, Isa};
+use ropescope::linalg::{
+    block_sums, matmul_transb_tiles, peak::fma_peak_gflops, weight_tiles, Isa,
+};
 use ropescope::model::matrix::WeightMatrix;
 use ropescope::numeric::Real;
 use ropescope::quant::GgmlType;
@@ -116,7 +118,7 @@ impl<T> Strips<T> {
 fn per_tile<T: Real>(n: usize, out: &mut [T], product: impl Fn(usize, usize, *mut T) + Sync) {
     assert_eq!(out.len(), ROWS * n);
     let dst = Strips(out.as_mut_ptr());
-    weight_tiles(n, T::weight_tile_unit())
+    weight_tiles(n, block_sums::panel_width::<T>(Isa::best()))
         .into_par_iter()
         .for_each(|tile| {
             let (c0, nc) = (tile.start, tile.len());
@@ -214,10 +216,19 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         let mm = median_rate((n, k), |out| {
             T::matrixmultiply_tiles(&x, &dense, (n, k), out)
         });
-        let packed = T::pack_activations(&x, ROWS, k);
+        let packed = block_sums::pack_activations(&x, ROWS, k);
         let own = median_rate((n, k), |out| {
             per_tile(n, out, |c0, nc, dst| unsafe {
-                T::weight_tile_product(&packed, ROWS, k, &dense[c0 * k..(c0 + nc) * k], nc, dst, n)
+                block_sums::tile_product(
+                    isa,
+                    &packed,
+                    ROWS,
+                    k,
+                    &dense[c0 * k..(c0 + nc) * k],
+                    nc,
+                    dst,
+                    n,
+                )
             })
         });
         let fa = median_rate((n, k), |out| T::faer(&x, &dense, (n, k), out));

@@ -34,7 +34,7 @@ pub trait Real:
     + Default
     + Send
     + Sync
-    + 'static
+    + crate::linalg::block_sums::BlockElement
 {
     /// Name of the precision as the CLI and output metadata spell it (`"f32"` or `"f64"`).
     const NAME: &'static str;
@@ -92,37 +92,9 @@ pub trait Real:
     /// to the same f32 but in the rarest ties, at a fraction of a division's cost.
     fn divide_all(xs: &mut [Self], sum: f64);
 
-    /// The weight rows a weight product's tiles are cut in multiples of: the register-tile width of the kernel
-    /// [`Real::weight_tile_product`] runs on this CPU (the crate's `linalg::block_sums::panel_width`).
-    fn weight_tile_unit() -> usize;
-
-    /// The activations `x` (`rows × k`, row-major) packed once per product for [`Real::weight_tile_product`]
-    /// (the crate's `linalg::block_sums::pack_activations`).
-    fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self>;
-
     /// Runs `f` on a buffer of `len` elements with unspecified contents, kept by the calling thread between
     /// calls (`linalg::with_thread_buffer`): the weight products produce each tile into it.
     fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
-
-    /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: one weight tile of a
-    /// projection (`x`: `rows × k` activations, given as `packed` = [`Real::pack_activations`]`(x, rows, k)`;
-    /// `w`: `nc × k` weight rows, row-major), on the crate's `linalg::block_sums`: f32 sums in f32 over
-    /// 128-long blocks of `p` and in f64 across them; f64 sums in f64 over matrixmultiply's 256-long blocks
-    /// as its fused kernels do. Panics if an input is shorter than its view.
-    ///
-    /// # Safety
-    /// `out` must be valid for writes at every `r · ldo + c` above (`ldo ≥ nc`), and nothing else may access
-    /// those elements during the call. They need not be initialized: each is written once and never read.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn weight_tile_product(
-        packed: &[Self],
-        rows: usize,
-        k: usize,
-        w: &[Self],
-        nc: usize,
-        out: *mut Self,
-        ldo: usize,
-    );
 }
 
 /// The precision of a run, one of the two [`Real`] types by name: `--precision` on the command line, the
@@ -188,13 +160,6 @@ impl Real for f32 {
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
     }
-    fn weight_tile_unit() -> usize {
-        use crate::linalg::{block_sums::panel_width, Isa};
-        panel_width::<Self>(Isa::best())
-    }
-    fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
-        crate::linalg::block_sums::pack_activations(x, rows, k)
-    }
     #[inline(always)]
     fn divide_all(xs: &mut [Self], sum: f64) {
         let reciprocal = 1.0 / sum;
@@ -214,21 +179,6 @@ impl Real for f32 {
     ) {
         use crate::linalg::{unpacked::product, Isa};
         product(Isa::best(), out, ldo, a, lda, b, ldb, mnk, alpha)
-    }
-    unsafe fn weight_tile_product(
-        packed: &[Self],
-        rows: usize,
-        k: usize,
-        w: &[Self],
-        nc: usize,
-        out: *mut Self,
-        ldo: usize,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            use crate::linalg::{block_sums::tile_product, Isa};
-            tile_product(Isa::best(), packed, rows, k, w, nc, out, ldo)
-        }
     }
 }
 
@@ -271,13 +221,6 @@ impl Real for f64 {
             m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
         )
     }
-    fn weight_tile_unit() -> usize {
-        use crate::linalg::{block_sums::panel_width, Isa};
-        panel_width::<Self>(Isa::best())
-    }
-    fn pack_activations(x: &[Self], rows: usize, k: usize) -> Vec<Self> {
-        crate::linalg::block_sums::pack_activations(x, rows, k)
-    }
     #[inline(always)]
     fn divide_all(xs: &mut [Self], sum: f64) {
         for x in xs {
@@ -295,21 +238,6 @@ impl Real for f64 {
         alpha: Self,
     ) {
         crate::linalg::packed_gemm(out, ldo, a, lda, b, ldb, mnk, alpha)
-    }
-    unsafe fn weight_tile_product(
-        packed: &[Self],
-        rows: usize,
-        k: usize,
-        w: &[Self],
-        nc: usize,
-        out: *mut Self,
-        ldo: usize,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            use crate::linalg::{block_sums::tile_product, Isa};
-            tile_product(Isa::best(), packed, rows, k, w, nc, out, ldo)
-        }
     }
 }
 

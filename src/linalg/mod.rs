@@ -158,7 +158,7 @@ pub const MAX_WEIGHT_TILE: usize = 256;
 
 /// The weight rows of each parallel work item of a weight product for a weight of `n` rows, in order, cut in
 /// multiples of `unit` rows (`1 ≤ unit ≤` [`MAX_WEIGHT_TILE`]): the kernel's register-tile width
-/// ([`Real::weight_tile_unit`]), so that no tile multiplies padding, or the integer products' row group.
+/// ([`block_sums::panel_width`]), so that no tile multiplies padding, or the integer products' row group.
 ///
 /// About eight tiles (one per [`MIN_WEIGHT_TILE`]` · 2` rows where there are fewer), so that even the small key
 /// and value projections give every core of a laptop work, each of at most [`MAX_WEIGHT_TILE`] rows and, but
@@ -200,7 +200,7 @@ pub(crate) fn with_thread_buffer<T: Copy + Default, R>(
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
 /// Returns the `rows × n` product.
 ///
-/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n, T::weight_tile_unit())`; each tile is
+/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n, `[`block_sums::panel_width`]`)`; each tile is
 /// produced once and multiplied with all `rows` rows of `x` sequentially, so every output element is computed
 /// by the same operations in the same order at any thread count.
 pub fn matmul_transb_tiles<T: Real>(
@@ -216,9 +216,10 @@ pub fn matmul_transb_tiles<T: Real>(
     }
     // Not cleared first: every element is written by exactly one tile's product.
     let mut out: Vec<T> = Vec::with_capacity(rows * n);
-    let packed = T::pack_activations(x, rows, k);
+    let isa = Isa::best();
+    let packed = block_sums::pack_activations(x, rows, k);
     let dst = StripOut(out.as_mut_ptr());
-    weight_tiles(n, T::weight_tile_unit()).into_par_iter().for_each(|tile| {
+    weight_tiles(n, block_sums::panel_width::<T>(isa)).into_par_iter().for_each(|tile| {
         let (c0, nc) = (tile.start, tile.len());
         T::with_tile_buffer(nc * k, |w| {
             time(Step::Dequantize, || fill(c0..c0 + nc, w));
@@ -228,7 +229,7 @@ pub fn matmul_transb_tiles<T: Real>(
             // `out`, and distinct tiles address disjoint columns, so no two tasks write the same element and
             // none reads what another writes. `out` outlives the parallel loop.
             time(Step::Multiply, || unsafe {
-                T::weight_tile_product(&packed, rows, k, w, nc, dst.0.add(c0), n)
+                block_sums::tile_product(isa, &packed, rows, k, w, nc, dst.0.add(c0), n)
             });
         });
         count_flops(Step::Multiply, 2 * rows * k * nc);
