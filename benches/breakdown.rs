@@ -13,7 +13,10 @@
 //! over the pass's wall time.
 //!
 //! Each figure is the median over `RUNS` profiled passes after one warm-up pass, with glibc's allocator set as
-//! the command line sets it (`cli::keep_freed_memory`). A model whose file is absent
+//! the command line sets it (`cli::keep_freed_memory`). The FMA peaks are measured before the first profiled
+//! pass and after each one, and the passes are rated against their median: a machine whose speed drifts
+//! between runs (shared cloud cores) shows the drift as the printed range of the peaks, and a fraction is
+//! taken against peaks of the same minutes. A model whose file is absent
 //! is skipped with a note. `cargo bench --bench breakdown` (add `-- f32`, `-- f64` or `-- ggml` for one mode;
 //! threads: `RAYON_NUM_THREADS`, default every core). `ggml` is the f32 pass with `--arithmetic ggml`, without
 //! capture (the logits-only pass the peer comparison times against llama.cpp): its projections are integer
@@ -48,15 +51,34 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-/// The FMA peaks (pool's threads, one thread) of the widest instruction set, in GFLOP/s, and for the ggml
-/// arithmetic the pair-product and byte-product peaks: its projections are rated against the byte-product peak
-/// where the machine has one (the faster of the two), else the pair-product peak.
+/// The widest instruction set, whose FMA peaks each model's passes are rated against, and for the ggml
+/// arithmetic the pair-product and byte-product peaks (pool's threads, one thread) in GOP/s: its projections
+/// are rated against the byte-product peak where the machine has one (the faster of the two), else the
+/// pair-product peak.
 struct Peaks {
     isa: Isa,
-    all: Option<f64>,
-    one: Option<f64>,
     pairs: Option<(Option<f64>, Option<f64>)>,
     bytes: Option<(Option<f64>, Option<f64>)>,
+}
+
+/// The medians of FMA peaks `measured` at the pool's threads and at one thread (a pair per measurement), each
+/// with its range as text (`None` and `"-"` where the instruction set has no peak loop).
+fn fma_peaks(
+    measured: &[(Option<f64>, Option<f64>)],
+) -> ((Option<f64>, String), (Option<f64>, String)) {
+    let summary = |values: Vec<f64>| -> (Option<f64>, String) {
+        if values.is_empty() {
+            return (None, "-".into());
+        }
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        (Some(median(values)), format!("{lo:.1}–{hi:.1}"))
+    };
+    (
+        summary(measured.iter().filter_map(|m| m.0).collect()),
+        summary(measured.iter().filter_map(|m| m.1).collect()),
+    )
 }
 
 /// Profiles `RUNS` passes (or `runs`) of `path`'s model, with full capture or none.
@@ -86,25 +108,35 @@ fn run<T: Real>(
         }
         start.elapsed().as_secs_f64()
     };
+    let threads = rayon::current_num_threads();
+    let double = T::NAME == "f64";
+    let fma = || {
+        (
+            fma_peak_gflops(peaks.isa, double, threads, PEAK_SECONDS),
+            fma_peak_gflops(peaks.isa, double, 1, PEAK_SECONDS),
+        )
+    };
     pass();
+    let mut measured = vec![fma()];
     let mut totals: Vec<Vec<StepTotal>> = Vec::new();
     let mut walls = Vec::new();
     for _ in 0..runs {
         let profile = Profile::start();
         walls.push(pass());
         totals.push(profile.finish());
+        measured.push(fma());
     }
     let wall = median(walls);
+    let ((all, all_range), (one, one_range)) = fma_peaks(&measured);
     let show = |p: Option<f64>| p.map_or("-".into(), |p| format!("{p:.1}"));
     println!(
-        "\n{name} {}, arithmetic {}, {TOKENS} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {} threads, {} at 1",
+        "\n{name} {}, arithmetic {}, {TOKENS} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {threads} threads ({all_range} around the passes), {} at 1 ({one_range})",
         T::NAME,
         arithmetic.name(),
         if capture { "full capture" } else { "no capture" },
         peaks.isa,
-        show(peaks.all),
-        rayon::current_num_threads(),
-        show(peaks.one),
+        show(all),
+        show(one),
     );
     if let Some((all, one)) = peaks.pairs {
         println!(
@@ -169,7 +201,7 @@ fn run<T: Real>(
         );
         let (all, one) = match integer {
             Some((_, peak)) if projection => peak,
-            _ => (peaks.all, peaks.one),
+            _ => (all, one),
         };
         let peak = if thread { one } else { all };
         println!(
@@ -202,9 +234,7 @@ fn run<T: Real>(
         println!(
             "| whole pass | {:.1} | 100% | {rate:.1} | {} |",
             wall * 1e3,
-            peaks
-                .all
-                .map_or(String::new(), |p| format!("{:.0}%", 100.0 * rate / p))
+            all.map_or(String::new(), |p| format!("{:.0}%", 100.0 * rate / p))
         );
     }
 }
@@ -230,8 +260,6 @@ fn main() {
         let ggml = arithmetic == Arithmetic::Ggml;
         let peaks = Peaks {
             isa,
-            all: fma_peak_gflops(isa, double, threads, PEAK_SECONDS),
-            one: fma_peak_gflops(isa, double, 1, PEAK_SECONDS),
             pairs: ggml.then(|| {
                 (
                     pair_product_peak_gops(isa, threads, PEAK_SECONDS),
