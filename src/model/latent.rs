@@ -23,10 +23,10 @@ impl<T: Real> Model<T> {
         let (hd, vd, r) = (lc.head_dim(), lc.value_dim, lc.rope.rot_dim);
         let (nope, rank) = (hd - r, m.kv_a_norm.len());
         let a = project(Step::ProjectK, &m.kv_a, h, rows, None);
-        let mut latent: Vec<T> = a
-            .chunks(rank + r)
-            .flat_map(|row| row[..rank].to_vec())
-            .collect();
+        let mut latent: Vec<T> = Vec::with_capacity(rows * rank);
+        for row in a.chunks(rank + r) {
+            latent.extend_from_slice(&row[..rank]);
+        }
         time(Step::Norm, || {
             ops::rms_norm_segments(&mut latent, &m.kv_a_norm, c.eps())
         });

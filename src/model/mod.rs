@@ -493,10 +493,10 @@ impl<T: Real> Model<T> {
         }
         if let (Some(block), Some(inputs)) = (&w.per_layer, per_layer_inputs) {
             let p = block.gate.rows();
-            let mine: Vec<T> = inputs
-                .chunks(c.n_layers * p)
-                .flat_map(|row| row[l * p..(l + 1) * p].iter().copied())
-                .collect();
+            let mut mine: Vec<T> = Vec::with_capacity(rows * p);
+            for row in inputs.chunks(c.n_layers * p) {
+                mine.extend_from_slice(&row[l * p..(l + 1) * p]);
+            }
             let mut gate = project(
                 Step::ProjectGate,
                 &block.gate,
