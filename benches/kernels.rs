@@ -218,6 +218,8 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         });
         let packed = block_sums::pack_activations(&x, ROWS, k);
         let own = median_rate((n, k), |out| {
+            // SAFETY: `dst` points at column `c0` of the `ROWS × n` output (row stride `n`), whose columns
+            // `c0..c0 + nc` only this tile writes; `packed` and the weight rows hold their views.
             per_tile(n, out, |c0, nc, dst| unsafe {
                 block_sums::tile_product(
                     isa,
