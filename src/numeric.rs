@@ -92,6 +92,11 @@ pub trait Real:
     /// to the same f32 but in the rarest ties, at a fraction of a division's cost.
     fn divide_all(xs: &mut [Self], sum: f64);
 
+    /// Whether a head whose attention no capture takes runs the fused online softmax
+    /// (`model::attention::online`) instead of materialising its scores and probabilities: f32 does; f64, the
+    /// golden path, keeps its order of operations and its bits.
+    const ONLINE_SOFTMAX: bool;
+
     /// Runs `f` on a buffer of `len` elements with unspecified contents, kept by the calling thread between
     /// calls (`linalg::with_thread_buffer`): the weight products produce each tile into it.
     fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
@@ -127,6 +132,7 @@ impl Precision {
 
 impl Real for f32 {
     const NAME: &'static str = "f32";
+    const ONLINE_SOFTMAX: bool = true;
     fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
         thread_local! {
             static TILE: std::cell::RefCell<Vec<f32>> = std::cell::RefCell::default();
@@ -184,6 +190,7 @@ impl Real for f32 {
 
 impl Real for f64 {
     const NAME: &'static str = "f64";
+    const ONLINE_SOFTMAX: bool = false;
     fn with_tile_buffer<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
         thread_local! {
             static TILE: std::cell::RefCell<Vec<f64>> = std::cell::RefCell::default();

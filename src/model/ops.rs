@@ -288,6 +288,43 @@ fn softmax_portable<T: Real>(
     T::of_f64(sink_exp / sum)
 }
 
+/// One tile of keys of a row's online softmax (`attention::online`). `max` and `sum` hold the row's
+/// running maximum and f64 sum of exponentials over the keys before the tile; they are brought up to the
+/// tile's visible scores `row[range]`, which are replaced by `e^(s − max)` at the new maximum (the rest of
+/// `row` by 0, masked). Returns the factor `e^(old max − new max)` the sum was multiplied by, and the caller's
+/// weighted values must be: 1 where the maximum did not grow, the range is empty, or nothing came before.
+///
+/// Compiled for the same instruction sets as [`masked_softmax`], with the same bits on every one.
+#[multiversion(targets("x86_64+avx512f+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub fn online_softmax_tile<T: Real>(
+    row: &mut [T],
+    range: std::ops::Range<usize>,
+    max: &mut T,
+    sum: &mut f64,
+) -> f64 {
+    if range.is_empty() {
+        row.fill(T::zero());
+        return 1.0;
+    }
+    row[..range.start].fill(T::zero());
+    row[range.end..].fill(T::zero());
+    let exps = &mut row[range];
+    let new_max = lane_max(exps, *max);
+    // Before the first visible key (and no sink) the sum and the weighted values are zero: nothing to rescale.
+    // The factor is taken in f64: it multiplies every term before this tile at once.
+    let rescale = if new_max > *max && *max > T::neg_infinity() {
+        (max.to_f64_exact() - new_max.to_f64_exact()).exp()
+    } else {
+        1.0
+    };
+    for p in exps.iter_mut() {
+        *p = (*p - new_max).exp_nonpositive();
+    }
+    *sum = *sum * rescale + sum_f64(exps);
+    *max = new_max;
+    rescale
+}
+
 /// The largest of `start` and `xs`, taken in 16 independent lanes so that the loop vectorizes (a single
 /// running maximum is one dependent comparison per element). The maximum is the same whatever the order: no
 /// logit is NaN, and a zero's sign, the one thing the order could change, does not change `l − max`'s
