@@ -63,6 +63,15 @@ pub(super) struct Buffers<T> {
     sink_mass: Vec<T>,
 }
 
+impl<T: Real> Buffers<T> {
+    /// The logits' buffer, `len` long, as scratch for a tile's scores (`attention::online`), so that the fused
+    /// kernel holds no more block matrices per head than the materialising path (beside a block's f64 outputs).
+    pub(super) fn scratch(&mut self, len: usize) -> &mut [T] {
+        self.logits.resize(len, T::zero());
+        &mut self.logits
+    }
+}
+
 /// One block: the logits of queries `rows` against keys `cols` (which hold every key a row of the block sees),
 /// each row's masked softmax (with the head's sink) into `buffers`, and `probs · v` into `out`
 /// (`rows.len() × value_dim`).

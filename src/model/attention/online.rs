@@ -52,10 +52,7 @@ fn tiled<T: Real>(
     let sink = info.sink.map(T::of_f64);
     let mut out = vec![T::zero(); (t - first) * dv];
     let mut buffers = Buffers::default();
-    let mut scores = vec![T::zero(); ROW_BLOCK * key_tile];
-    let mut tile_out = vec![T::zero(); ROW_BLOCK * dv];
-    let mut acc = vec![0.0f64; ROW_BLOCK * dv];
-    let (mut max, mut sum) = (Vec::new(), Vec::new());
+    let (mut tile_out, mut acc, mut max, mut sum) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for block in (first / ROW_BLOCK * ROW_BLOCK..t).step_by(ROW_BLOCK) {
         let (r0, r1) = (block.max(first), (block + ROW_BLOCK).min(t));
         let nr = r1 - r0;
@@ -70,11 +67,12 @@ fn tiled<T: Real>(
         max.resize(nr, sink.unwrap_or(T::neg_infinity()));
         sum.clear();
         sum.resize(nr, if sink.is_some() { 1.0 } else { 0.0 });
-        let acc = &mut acc[..nr * dv];
-        acc.fill(0.0);
+        acc.clear();
+        acc.resize(nr * dv, 0.0f64);
+        tile_out.resize(nr * dv, T::zero());
         for c0 in (start..r1).step_by(key_tile) {
             let nc = key_tile.min(r1 - c0);
-            let scores = &mut scores[..nr * nc];
+            let scores = buffers.scratch(nr * nc);
             view.scores(r0..r1, c0..c0 + nc, scores);
             let mut any = false;
             time(Step::Softmax, || {
@@ -95,7 +93,7 @@ fn tiled<T: Real>(
                 continue;
             }
             let tile_out = &mut tile_out[..nr * dv];
-            view.values(scores, nc, c0..c0 + nc, tile_out);
+            view.values(buffers.scratch(nr * nc), nc, c0..c0 + nc, tile_out);
             time(Step::Values, || {
                 for (a, &x) in acc.iter_mut().zip(tile_out.iter()) {
                     *a += x.to_f64_exact();
