@@ -24,12 +24,19 @@
 //! (`ropescope::linalg::peak::byte_product_peak_gops`, AVX-512 VNNI), else its 16-bit pair-product peak
 //! (`pair_product_peak_gops`), in operations per second, two per product, instead of the FMA peak.
 //! `ROPESCOPE_BREAKDOWN_FILE=F.gguf` profiles that file instead, one pass without capture (logits of every
-//! position), e.g. the mixtures of experts of `benches/scale.sh`.
+//! position), e.g. the mixtures of experts of `benches/scale.sh`. `ROPESCOPE_BREAKDOWN_TOKENS=N` profiles
+//! `N`-token passes instead of 512 (1 to 131072, within the model's context); past 512, one pass without
+//! capture and with the last position's logits only, as at long context the engine runs attention without
+//! materialising it (`model::attention::online`) and a full capture would hold every layer's `N × N`
+//! probabilities.
 
 #[path = "support/models.rs"]
 mod models;
 
 use models::{cached, token_ids, MODELS, TOKENS};
+
+/// The longest prompt `ROPESCOPE_BREAKDOWN_TOKENS` takes.
+const MAX_TOKENS: usize = 1 << 17;
 use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
 use ropescope::linalg::peak::{byte_product_peak_gops, fma_peak_gflops, pair_product_peak_gops};
@@ -81,27 +88,37 @@ fn fma_peaks(
     )
 }
 
-/// Profiles `RUNS` passes (or `runs`) of `path`'s model, with full capture or none.
+/// Profiles `runs` passes of `tokens` tokens of `path`'s model, with full capture or none.
 fn run<T: Real>(
-    name: &str,
-    path: &Path,
+    (name, path): (&str, &Path),
     peaks: &Peaks,
+    tokens: usize,
     capture: bool,
     runs: usize,
     arithmetic: Arithmetic,
 ) {
     let file = GgufFile::open(path).expect("model file");
     let model = Model::<T>::load_with(&file, arithmetic).expect("supported model");
-    let ids = token_ids(model.config.vocab_size);
+    let ids = token_ids(model.config.vocab_size, tokens);
+    if let Err(e) = model.validate(&ids) {
+        println!("\nskipping {name}: {e}");
+        return;
+    }
+    // Past 512 tokens, the last position's logits only: every position's would be `N × vocabulary` floats.
+    let logits_rows = if tokens > TOKENS {
+        tokens - 1..tokens
+    } else {
+        0..tokens
+    };
     let opts = ForwardOptions {
-        logits_rows: 0..TOKENS,
+        logits_rows,
         rope_keep: None,
     };
     let layers: Vec<usize> = (0..model.config.n_layers).collect();
     let pass = || {
         let start = Instant::now();
         if capture {
-            let mut sink = CollectSink::new(layers.clone(), 0..TOKENS);
+            let mut sink = CollectSink::new(layers.clone(), 0..tokens);
             model.forward(&ids, &opts, &mut sink).expect("forward");
         } else {
             model.forward(&ids, &opts, &mut NoCapture).expect("forward");
@@ -130,7 +147,7 @@ fn run<T: Real>(
     let ((all, all_range), (one, one_range)) = fma_peaks(&measured);
     let show = |p: Option<f64>| p.map_or("-".into(), |p| format!("{p:.1}"));
     println!(
-        "\n{name} {}, arithmetic {}, {TOKENS} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {threads} threads ({all_range} around the passes), {} at 1 ({one_range})",
+        "\n{name} {}, arithmetic {}, {tokens} tokens, {}: {wall:.3} s per pass (median of {runs}); {} FMA peak {} GFLOP/s at {threads} threads ({all_range} around the passes), {} at 1 ({one_range})",
         T::NAME,
         arithmetic.name(),
         if capture { "full capture" } else { "no capture" },
@@ -249,6 +266,18 @@ fn main() {
     let wanted = |p: &str| filter.is_empty() || filter.iter().any(|f| f == p);
     let isa = Isa::best();
     let threads = rayon::current_num_threads();
+    let tokens = match std::env::var("ROPESCOPE_BREAKDOWN_TOKENS") {
+        Err(_) => TOKENS,
+        Ok(n) => {
+            match n.parse::<usize>() {
+                Ok(n @ 1..=MAX_TOKENS) => n,
+                _ => {
+                    eprintln!("ROPESCOPE_BREAKDOWN_TOKENS must be a count from 1 to {MAX_TOKENS}, not {n:?}");
+                    std::process::exit(2);
+                }
+            }
+        }
+    };
     for (mode, double, arithmetic) in [
         ("f32", false, Arithmetic::Exact),
         ("f64", true, Arithmetic::Exact),
@@ -281,17 +310,19 @@ fn main() {
                 .filter_map(|(name, file_name)| Some((name.to_string(), cached(name, file_name)?)))
                 .collect(),
         };
-        // A chosen file may be a 30B mixture of experts: one profiled pass, without capture.
-        let (capture, runs) = if chosen.is_some() {
+        // A chosen file may be a 30B mixture of experts, a long prompt costs minutes: one profiled pass,
+        // without capture.
+        let (capture, runs) = if chosen.is_some() || tokens > TOKENS {
             (false, 1)
         } else {
             (!ggml, RUNS)
         };
         for (name, path) in &files {
+            let model = (name.as_str(), path.as_path());
             if double {
-                run::<f64>(name, path, &peaks, capture, runs, arithmetic);
+                run::<f64>(model, &peaks, tokens, capture, runs, arithmetic);
             } else {
-                run::<f32>(name, path, &peaks, capture, runs, arithmetic);
+                run::<f32>(model, &peaks, tokens, capture, runs, arithmetic);
             }
         }
     }

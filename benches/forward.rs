@@ -36,7 +36,7 @@ fn forward(c: &mut Criterion) {
         });
         let file = GgufFile::open(&path).expect("model file");
         let model = Model::<f32>::load(&file).expect("supported model");
-        let ids = token_ids(model.config.vocab_size);
+        let ids = token_ids(model.config.vocab_size, TOKENS);
         let opts = ForwardOptions {
             logits_rows: 0..TOKENS,
             rope_keep: None,

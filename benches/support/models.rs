@@ -34,10 +34,8 @@ pub fn cached(name: &str, file_name: &str) -> Option<PathBuf> {
     }
 }
 
-/// Deterministic in-vocabulary token ids (a fixed stride through the vocabulary; the forward pass costs the
+/// `n` deterministic in-vocabulary token ids (a fixed stride through the vocabulary; the forward pass costs the
 /// same for any ids).
-pub fn token_ids(vocab: usize) -> Vec<u32> {
-    (0..TOKENS)
-        .map(|i| ((i * 7919 + 17) % vocab) as u32)
-        .collect()
+pub fn token_ids(vocab: usize, n: usize) -> Vec<u32> {
+    (0..n).map(|i| ((i * 7919 + 17) % vocab) as u32).collect()
 }
