@@ -302,6 +302,17 @@ pub fn online_softmax_tile<T: Real>(
     max: &mut T,
     sum: &mut f64,
 ) -> f64 {
+    online_tile_portable(row, range, max, sum)
+}
+
+/// [`online_softmax_tile`]'s arithmetic, compiled for whichever instruction set its caller is.
+#[inline(always)]
+fn online_tile_portable<T: Real>(
+    row: &mut [T],
+    range: std::ops::Range<usize>,
+    max: &mut T,
+    sum: &mut f64,
+) -> f64 {
     if range.is_empty() {
         row.fill(T::zero());
         return 1.0;
@@ -446,7 +457,7 @@ mod tests {
 
     /// The dispatched softmax (AVX2 or NEON where the CPU has it) against the same arithmetic compiled for the
     /// baseline instruction set, bit for bit, in both precisions, on rows longer than any vector and with
-    /// tails of every length.
+    /// tails of every length, and two tiles of the online softmax the same way.
     #[test]
     fn softmax_is_the_same_on_every_instruction_set() {
         fn check<T: Real>() {
@@ -465,6 +476,25 @@ mod tests {
                         .collect::<Vec<_>>()
                 };
                 assert_eq!(bits(&fast), bits(&base), "{} row of {n}", T::NAME);
+                // Two tiles of the online softmax, the second raising the maximum: the same bits too.
+                let (mut fast, mut base) = (logits.clone(), logits.clone());
+                let start = T::of_f64(0.25);
+                let (mut fast_state, mut base_state) = ((start, 1.0), (start, 1.0));
+                for (tile, scale) in [(0..n / 2, 1.0), (n / 2..n + 3, 3.0)] {
+                    let (f, b) = (&mut fast[tile.clone()], &mut base[tile.clone()]);
+                    f.iter_mut()
+                        .chain(b.iter_mut())
+                        .for_each(|x| *x = *x * T::of_f64(scale));
+                    let visible = 1.min(f.len())..f.len();
+                    let (fm, fs) = &mut fast_state;
+                    let (bm, bs) = &mut base_state;
+                    let fast_rescale = online_softmax_tile(f, visible.clone(), fm, fs);
+                    let base_rescale = online_tile_portable(b, visible, bm, bs);
+                    assert_eq!(fast_rescale.to_bits(), base_rescale.to_bits());
+                }
+                assert_eq!(bits(&fast), bits(&base), "{} online row of {n}", T::NAME);
+                assert_eq!(fast_state.0.to_f64_exact(), base_state.0.to_f64_exact());
+                assert_eq!(fast_state.1.to_bits(), base_state.1.to_bits());
                 let up: Vec<T> = logits.iter().rev().copied().collect();
                 for act in [Activation::Silu, Activation::GeluTanh] {
                     let (mut fast, mut base) = (logits.clone(), logits.clone());
