@@ -34,9 +34,6 @@
 mod models;
 
 use models::{cached, token_ids, MODELS, TOKENS};
-
-/// The longest prompt `ROPESCOPE_BREAKDOWN_TOKENS` takes.
-const MAX_TOKENS: usize = 1 << 17;
 use ropescope::capture::{CollectSink, NoCapture};
 use ropescope::gguf::GgufFile;
 use ropescope::linalg::peak::{byte_product_peak_gops, fma_peak_gflops, pair_product_peak_gops};
@@ -49,6 +46,8 @@ use std::time::Instant;
 
 /// Profiled passes per model and precision; the median of each step is reported.
 const RUNS: usize = 3;
+/// The longest prompt `ROPESCOPE_BREAKDOWN_TOKENS` takes.
+const MAX_TOKENS: usize = 1 << 17;
 /// Seconds per peak measurement.
 const PEAK_SECONDS: f64 = 0.5;
 

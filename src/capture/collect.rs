@@ -2,6 +2,7 @@
 //! reference output and tests).
 
 use super::{AttentionBlock, Capture, HeadCapture, HeadInfo, HeadRows, HeadVectors, LayerPlan};
+use crate::linalg::gather_columns;
 use crate::numeric::Real;
 use std::ops::Range;
 
@@ -82,14 +83,10 @@ impl<T: Real> CollectSink<T> {
     }
 }
 
-/// The rows of `rows` one after another, copied a row at a time into a vector allocated once (collecting a
-/// flattened iterator grew the vector by doubling, copying every captured vector about twice over).
+/// The rows of `rows` one after another ([`gather_columns`]).
 fn flatten<T: Copy>(rows: &HeadRows<'_, T>) -> Vec<T> {
-    let mut out = Vec::with_capacity(rows.len() * rows.dim());
-    for i in 0..rows.len() {
-        out.extend_from_slice(rows.row(i));
-    }
-    out
+    let (data, stride, offset) = rows.raw();
+    gather_columns(data, stride, offset..offset + rows.dim())
 }
 
 /// Per-head state of a [`CollectSink`].

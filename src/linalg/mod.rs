@@ -138,6 +138,17 @@ pub fn packed_gemm<T: Real>(
     );
 }
 
+/// Columns `cols` of each whole row of the row-major `data` (rows `stride` apart), one row after another, copied
+/// a row at a time into a vector allocated once (collecting a flattened iterator grew the vector by doubling):
+/// a head's captured vectors, latent attention's latent, a layer's share of Gemma 4's per-layer inputs.
+pub(crate) fn gather_columns<T: Copy>(data: &[T], stride: usize, cols: std::ops::Range<usize>) -> Vec<T> {
+    let mut out = Vec::with_capacity(data.len() / stride * cols.len());
+    for row in data.chunks_exact(stride) {
+        out.extend_from_slice(&row[cols.clone()]);
+    }
+    out
+}
+
 /// A row-major output shared by the parallel tasks that each write their own disjoint column strip of it
 /// ([`matmul_transb_tiles`], the integer products of `model::matrix`).
 pub(crate) struct StripOut<T>(pub(crate) *mut T);

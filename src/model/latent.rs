@@ -4,6 +4,7 @@
 use super::config::LayerConfig;
 use super::weights::MlaWeights;
 use super::{ops, project, Model};
+use crate::linalg::gather_columns;
 use crate::numeric::Real;
 use crate::profile::{time, Step};
 
@@ -23,10 +24,7 @@ impl<T: Real> Model<T> {
         let (hd, vd, r) = (lc.head_dim(), lc.value_dim, lc.rope.rot_dim);
         let (nope, rank) = (hd - r, m.kv_a_norm.len());
         let a = project(Step::ProjectK, &m.kv_a, h, rows, None);
-        let mut latent: Vec<T> = Vec::with_capacity(rows * rank);
-        for row in a.chunks(rank + r) {
-            latent.extend_from_slice(&row[..rank]);
-        }
+        let mut latent = gather_columns(&a, rank + r, 0..rank);
         time(Step::Norm, || {
             ops::rms_norm_segments(&mut latent, &m.kv_a_norm, c.eps())
         });

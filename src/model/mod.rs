@@ -30,6 +30,7 @@ pub use prefix::PrefixKv;
 use crate::capture::{Capture, HeadInfo, LayerPlan};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
+use crate::linalg::gather_columns;
 use crate::numeric::Real;
 use crate::profile::{count_flops, time, Step};
 use crate::rope::{RopeSpec, RopeTable};
@@ -493,10 +494,7 @@ impl<T: Real> Model<T> {
         }
         if let (Some(block), Some(inputs)) = (&w.per_layer, per_layer_inputs) {
             let p = block.gate.rows();
-            let mut mine: Vec<T> = Vec::with_capacity(rows * p);
-            for row in inputs.chunks(c.n_layers * p) {
-                mine.extend_from_slice(&row[l * p..(l + 1) * p]);
-            }
+            let mine = gather_columns(inputs, c.n_layers * p, l * p..(l + 1) * p);
             let mut gate = project(
                 Step::ProjectGate,
                 &block.gate,
