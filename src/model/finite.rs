@@ -34,13 +34,19 @@ impl std::fmt::Display for Site {
 }
 
 /// Elements checked per task: reading memory is what a check costs, and two cores read it about twice as fast.
-const CHUNK: usize = 1 << 14;
+/// Large enough that a task's scheduling is a small part of its time (about 15 µs of reading in f32).
+const CHUNK: usize = 1 << 16;
+
+/// Whether some element of `values` is not finite. Every element is read: the compiler vectorizes this fold,
+/// where a search that stops at the first non-finite element (`any`) reads one element per iteration, 3× slower
+/// in f32 on AVX-512 and SSE2 alike (the non-finite case, an error, may take as long as it likes).
+fn has_non_finite<T: Real>(values: &[T]) -> bool {
+    values.iter().fold(false, |bad, v| bad | !v.is_finite())
+}
 
 /// The index of the first element of `values` that is not finite.
 fn first_non_finite<T: Real>(values: &[T]) -> Option<usize> {
-    let chunk = values
-        .par_chunks(CHUNK)
-        .position_first(|c| c.iter().any(|v| !v.is_finite()))?;
+    let chunk = values.par_chunks(CHUNK).position_first(has_non_finite)?;
     let start = chunk * CHUNK;
     values[start..]
         .iter()
@@ -80,6 +86,28 @@ pub(crate) fn ensure_finite<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_non_finite_element_is_found_in_any_chunk() {
+        let mut values = vec![1.5f32; 3 * CHUNK + 5];
+        assert_eq!(first_non_finite(&values), None);
+        // Each earlier than the last: the first chunk that has one, and the first of that chunk.
+        for (at, bad) in [
+            (3 * CHUNK + 4, f32::NAN),
+            (CHUNK + 7, f32::INFINITY),
+            (CHUNK, f32::NAN),
+            (CHUNK - 1, f32::NEG_INFINITY),
+            (0, f32::NAN),
+        ] {
+            values[at] = bad;
+            assert_eq!(first_non_finite(&values), Some(at));
+        }
+        // The extremes of the finite values pass, in f64 too.
+        let edges = [f64::MAX, f64::MIN, f64::MIN_POSITIVE / 4.0, -0.0, 0.0];
+        assert_eq!(first_non_finite(&edges), None);
+        assert_eq!(first_non_finite(&[f32::MAX, f32::MIN, 1e-45]), None);
+        assert_eq!(first_non_finite(&[0.0, f64::NEG_INFINITY]), Some(1));
+    }
 
     #[test]
     fn the_first_non_finite_element_is_named_by_position_and_element() {
