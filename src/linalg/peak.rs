@@ -307,7 +307,10 @@ mod tests {
 
     /// `peak` is measured where `has_loop` says a loop is written for the best instruction set, is absent on
     /// the portable path and at no threads, and lies between `low` GOP/s and a thousand products a cycle at
-    /// 10 GHz.
+    /// 10 GHz. The rate is wall-clock, so the test may share the machine with other work: a test run at the
+    /// lowest priority beside two busy threads gets about 1.5% of a core. The lower bounds are therefore a
+    /// hundredth of what any CPU with the loop does: they catch a rate off by a unit or a miscounted loop, not
+    /// a slow machine.
     fn check_peak(peak: fn(Isa, usize, f64) -> Option<f64>, has_loop: bool, low: f64) {
         assert_eq!(peak(Isa::Portable, 1, 0.01), None);
         assert_eq!(peak(Isa::best(), 0, 0.01), None);
@@ -319,16 +322,16 @@ mod tests {
     }
 
     /// The pair-product peak, two operations per 16-bit product: one 16-lane product a nanosecond would be
-    /// 32 GOP/s, and any CPU with the loop does more than a tenth of that.
+    /// 32 GOP/s, and any CPU with the loop does more than a tenth of that (the bound: a hundredth of it).
     #[test]
     fn pair_product_peak_is_measured_where_a_loop_exists() {
-        check_peak(pair_product_peak_gops, pair_loop(Isa::best()).is_some(), 3.0);
+        check_peak(pair_product_peak_gops, pair_loop(Isa::best()).is_some(), 0.03);
     }
 
     /// The byte-product peak, two operations per byte product: one 64-product instruction a nanosecond would
-    /// be 128 GOP/s, and any CPU with VNNI does more than a tenth of that.
+    /// be 128 GOP/s, and any CPU with VNNI does more than a tenth of that (the bound: a hundredth of it).
     #[test]
     fn byte_product_peak_is_measured_where_a_loop_exists() {
-        check_peak(byte_product_peak_gops, byte_loop(Isa::best()).is_some(), 12.0);
+        check_peak(byte_product_peak_gops, byte_loop(Isa::best()).is_some(), 0.12);
     }
 }
