@@ -212,9 +212,11 @@ mod tests {
     use super::super::block_sums::tests::values;
     use super::*;
 
-    /// Shapes with partial strips, panels and blocks, more columns than one chunk, and the empty cases.
-    const SHAPES: [(usize, usize, usize); 7] = [
+    /// Shapes with partial strips, panels and blocks, more columns than one chunk, a single strip, and the
+    /// empty cases.
+    const SHAPES: [(usize, usize, usize); 8] = [
         (1, 1, 1),
+        (5, 70, 64),
         (7, 17, 130),
         (128, 64, 300),
         (13, 2 * BLOCK + 5, 64),
@@ -237,7 +239,9 @@ mod tests {
     #[test]
     fn every_element_is_the_specified_block_sum() {
         for (m, n, k) in SHAPES {
-            let alpha = 0.125;
+            // Not a power of two, so that scaling rounds: a single block is scaled in f32, which must give
+            // the f64 product's rounding.
+            let alpha = 0.3;
             let got = run_on(Isa::Portable, (m, n, k), alpha);
             let (lda, ldb, ldo) = (k + 3, n + 3, n + 3);
             let (a, b) = (values(m * lda, 1), values(k * ldb, 2));
