@@ -389,8 +389,8 @@ pub(super) unsafe fn block_kernel<T: BlockElement, const MR: usize, const NR: us
     if step == Step::Only {
         // The only block: straight from the registers to the output, the sums untouched, scaled in `T`. That
         // is the value the f64 path gives: the product of two f32 values is exact in f64, so rounding it to
-        // f32 once is f32's own (correctly rounded) product; widening and narrowing each of a tile's 192
-        // elements took as many instructions as a third of its fused multiply-adds at a 64-long inner index.
+        // f32 once is f32's own (correctly rounded) product. Widening a tile's elements to f64 and back kept
+        // the vector units busy about a fifth as long as its fused multiply-adds at a 64-long inner index.
         // SAFETY: forwarded from the caller.
         unsafe { write_tile(out, &acc, |v| v.times(alpha)) };
         return;
