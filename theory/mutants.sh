@@ -12,16 +12,16 @@
 # `theory/mutants.sh analysis 0/1 cone fourier posym rank slash softmax`.
 #
 # The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched). Its target
-# directory, ~/.cache/ropescope/mutants/target (ROPESCOPE_CACHE overrides the root), is shared by every run, so
-# only the first builds the dependencies; results go to a directory per area and shard beside it, one `part-N/`
-# per run. A shard is resumable: a second run of the same shard lists the shard's mutants and tests only those no
-# earlier part has run (matched by their full names, file, line, column and change, so a part counts only while
-# the mutated files are unchanged; a mutant that timed out counts as run only after its second timeout, since a
-# loaded machine can time out a mutant the tests would have caught). `train` and the other
-# crate-private modules are declared through `internal_mod!` in src/lib.rs, which cargo-mutants does not expand,
-# so the copy's declarations are first written out as plain `pub mod` lines (the tests build with the
-# `internals` feature, where they are public anyway). Results: mutants.out/ in that cache directory; the
-# survivors (`missed.txt`) are printed at the end. Install the tool once with `cargo install --locked
+# directory, ~/.cache/ropescope/mutants/target (ROPESCOPE_CACHE overrides the root), is shared by every run, so only
+# the first builds the dependencies (in Cargo.toml's `mutants` profile: the test build without line tables); results
+# go to a directory per area and shard beside it, one `part-N/` per run. A shard is resumable: a second run of the
+# same shard lists the shard's mutants and tests only those no earlier part has run (matched by their full names,
+# file, line, column and change, so a part counts only while the mutated files are unchanged; a mutant that timed
+# out counts as run only after its second timeout, since a loaded machine can time out a mutant the tests would have
+# caught). `train` and the other crate-private modules are declared through `internal_mod!` in src/lib.rs, which
+# cargo-mutants does not expand, so the copy's declarations are first written out as plain `pub mod` lines (the
+# tests build with the `internals` feature, where they are public anyway). Results: mutants.out/ in that cache
+# directory; the survivors (`missed.txt`) are printed at the end. Install the tool once with `cargo install --locked
 # cargo-mutants`. theory/README.md lists the survivors of the last run and why each is acceptable.
 set -euo pipefail
 
@@ -102,7 +102,7 @@ fi
 out="$cache/part-$(( $(find "$cache" -maxdepth 1 -name 'part-*' | wc -l) + 1 ))"
 mkdir -p "$out"
 status=0
-CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place "${files[@]}" "${select[@]}" -o "$out" \
+CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place --profile mutants "${files[@]}" "${select[@]}" -o "$out" \
     --test-tool=nextest "${tests[@]}" -- --max-fail=1:immediate --run-ignored=all || status=$?
 echo "mutants.out: $out/mutants.out"
 echo "survivors:"
