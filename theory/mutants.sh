@@ -119,5 +119,13 @@ CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place --profile mutants "$
 echo "mutants.out: $out/mutants.out"
 echo "survivors:"
 cat "$out/mutants.out/missed.txt"
+# The target directory is shared, so a mutant is judged only if its build compiled the crate again: a log without
+# that line would mean its tests ran an earlier binary.
+stale="$(grep -L "Compiling ropescope v" "$out"/mutants.out/log/*.log || true)"
+if [[ -n "$stale" ]]; then
+    echo "not rebuilt (their outcomes do not count):" >&2
+    echo "$stale" >&2
+    exit 4
+fi
 # cargo-mutants exits 2 when mutants survive and 3 on timeouts: the lists above are the result.
 exit "$status"
