@@ -448,4 +448,18 @@ mod tests {
             assert!((g - w).abs() < 1e-15, "{got:?}");
         }
     }
+
+    /// A head that gives the context no attention (a window that ends before it) has no block masses, not
+    /// masses divided by zero; otherwise the masses are the blocks' shares of the context's attention.
+    #[test]
+    fn a_head_without_attention_on_the_context_has_no_masses() {
+        let head = LastRowHead {
+            context: 0..8,
+            m: 4,
+            masses: HeadMasses::default(),
+        };
+        assert_eq!(head.masses(vec![0.0; 8]), None);
+        let shares = head.masses(vec![0.5, 0.5, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0]);
+        assert_eq!(shares, Some(vec![0.25, 0.25, 0.0, 0.5]));
+    }
 }
