@@ -11,14 +11,14 @@
 # and the new outcome replaces the old one. `--summary` only writes the summary of the recorded outcomes (e.g. after
 # a run was stopped).
 #
-# The run works on a detached copy of HEAD in a temporary worktree (the clone is never touched). For each
-# mutation it replaces the constant's value in the copy, touches the file, builds the tests that judge the
-# constant's area (src/analysis/: `--test theory --test scan --lib`; src/theory/: `--test theory`; src/train/:
-# `--test train --lib`, as theory/mutants.sh chooses them; the tests build the library with the `internals`
-# feature through the package's dev-dependency on itself), and runs them under nextest, slow tests included,
-# stopping at the first failure. Outcomes: `caught` (a test failed), `missed` (every test passed), `unviable`
-# (the build failed), `timeout` (build and tests ran past 3× the area's baseline, at least 300 s; the whole
-# process group is killed) and `error` (the build did not recompile the crate, so the tests did not judge the
+# The run works on a detached copy of HEAD in a worktree kept in the cache (`kept_copy`, theory/areas.sh; the clone
+# is never touched). For each mutation it replaces the constant's value in the copy, touches the file, builds the
+# tests that judge the constant's area (src/analysis/: `--test theory --test scan --lib`; src/theory/: `--test
+# theory`; src/train/: `--test train --lib`, as theory/mutants.sh chooses them; the tests build the library with the
+# `internals` feature through the package's dev-dependency on itself), and runs them under nextest, slow tests
+# included, stopping at the first failure. Outcomes: `caught` (a test failed), `missed` (every test passed),
+# `unviable` (the build failed), `timeout` (build and tests ran past 3× the area's baseline, at least 300 s; the
+# whole process group is killed) and `error` (the build did not recompile the crate, so the tests did not judge the
 # mutation, or the value could not be applied). The file is restored, byte for byte, before the next mutation.
 #
 # Target directory: ~/.cache/ropescope/mutants/constants-target (ROPESCOPE_CACHE overrides the root), seeded
@@ -87,19 +87,17 @@ if [[ ! -d "$CARGO_TARGET_DIR" && -d "$mutants/target" ]]; then cp -a "$mutants/
 touch "$results/results.tsv"
 
 tmp="$(mktemp -d)"
-# The tests that judge an area: `area_tests`.
+# The tests that judge an area (`area_tests`) and the copy that is mutated (`kept_copy`).
 source "$(dirname "$0")/areas.sh"
 
-copy="$tmp/ropescope"
 running=""
 cleanup() {
     if [[ -n "$running" ]]; then kill -KILL -- "-$running" 2>/dev/null || true; fi
-    git -C "$root" worktree remove --force "$copy" 2>/dev/null || true
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-git -C "$root" worktree add --detach --quiet "$copy" HEAD
+kept_copy "$root" "$mutants/constants-worktree"
 cd "$copy"
 
 # Runs a command in a process group of its own, appending its output to a log, until a deadline (in SECONDS);

@@ -54,21 +54,7 @@ if ((${#modules[@]})); then
     done
 fi
 mkdir -p "$cache"
-# The copy is kept between runs, one per clone, and moved to HEAD for each: the files a commit did not change keep
-# their times, so the baseline rebuilds the crate incrementally (a fresh copy at a new path built it from nothing,
-# 4 to 8 minutes of every run). One run at a time uses it.
-copy="$mutants/worktree-$(printf '%s' "$root" | sha256sum | cut -c1-12)"
-exec 9>"$copy.lock"
-flock -n 9 || { echo "another mutation run of this clone is using $copy" >&2; exit 2; }
-common() { git -C "$1" rev-parse --path-format=absolute --git-common-dir 2>/dev/null; }
-if [[ -d "$copy" && "$(common "$copy")" == "$(common "$root")" ]]; then
-    # A run stopped mid-mutant leaves that file mutated: every tracked file is restored.
-    git -C "$copy" checkout --quiet --force --detach "$(git -C "$root" rev-parse HEAD)"
-else
-    rm -rf "$copy"
-    git -C "$root" worktree prune
-    git -C "$root" worktree add --detach --quiet "$copy" HEAD
-fi
+kept_copy "$root" "$mutants/worktree"
 
 # `internal_mod! { a; b; }` -> `pub mod a; pub mod b;`, for cargo-mutants' module walk.
 python3 - "$copy/src/lib.rs" <<'EOF'
