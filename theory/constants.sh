@@ -2,10 +2,11 @@
 # Mutation testing of the constants that define the papers' quantities (band edges, κ, m, τ, windows, counts):
 # cargo-mutants never mutates a `const` item, so this script does, one value at a time, from the table below.
 #
-#   theory/constants.sh [--again] [CONSTANT...]
+#   theory/constants.sh [--again] [CONSTANT | CONSTANT=VALUE ...]
 #   theory/constants.sh --summary
 #
-# With CONSTANTs (names as in the table), only their mutations run. A mutation whose outcome is already recorded
+# With CONSTANTs (names as in the table), only their mutations run; `CONSTANT=VALUE` (the value as the table
+# writes it, quoted where it has spaces) selects that one mutation. A mutation whose outcome is already recorded
 # for the last commit that changed its file is skipped (so a stopped run resumes where it stopped, and an outcome
 # stays valid until its file changes); `--again` runs the selected mutations even so (e.g. after adding a test),
 # and the new outcome replaces the old one. `--summary` only writes the summary of the recorded outcomes (e.g. after
@@ -188,11 +189,20 @@ sys.exit(1)
 EOF
 }
 
+# Whether the mutation of constant $1 to value $2 is selected: by the constant's name or as NAME=VALUE.
+chosen() {
+    local s
+    for s in "${selected[@]}"; do
+        if [[ "$s" == "$1" || "$s" == "$1=$2" ]]; then return 0; fi
+    done
+    return 1
+}
+
 n=0
 while read -r -u 3 file name value; do
     [[ -n "$file" ]] || continue
     ((!summary_only)) || continue
-    if ((${#selected[@]})) && [[ " ${selected[*]} " != *" $name "* ]]; then continue; fi
+    if ((${#selected[@]})) && ! chosen "$name" "$value"; then continue; fi
     n=$((n + 1))
     commit="$(file_commit "$file")"
     if ((!again)) && recorded "$commit" "$file" "$name" "$value"; then
