@@ -166,4 +166,24 @@ mod tests {
         let never = |_: &[usize]| -> Vec<f64> { panic!("no context: nothing to attend over") };
         assert_eq!(block_swap_scores(0, 3, 0.1, never), None);
     }
+
+    #[test]
+    fn default_temperature_weighs_blocks_a_tenth_apart_e_times_equal_ones() {
+        // Three one-key blocks with masses 0.4, 0.3, 0.3: the swaps (0, 1) and (0, 2) exchange blocks 0.1 of the
+        // attention apart, and attention stays with the positions (both scores 1); the swap (1, 2) exchanges
+        // equal blocks, after which attention moves to (0.4, 0.6, 0), whose cosines are 1/√2. With the
+        // documented meaning of τ, the head's `s_pos` is (e + e + 1/√2) / (e + e + 1).
+        let attend = |p: &[usize]| match p {
+            [0, 2, 1] => vec![0.4, 0.6, 0.0],
+            _ => vec![0.4, 0.3, 0.3],
+        };
+        let s = block_swap_scores(3, 3, DEFAULT_SWAP_TEMPERATURE, attend).unwrap();
+        let e = std::f64::consts::E;
+        let want = (2.0 * e + std::f64::consts::FRAC_1_SQRT_2) / (2.0 * e + 1.0);
+        assert!(
+            (s.s_pos - want).abs() < 1e-12,
+            "s_pos {} against {want}",
+            s.s_pos
+        );
+    }
 }
