@@ -474,6 +474,29 @@ mod tests {
         );
     }
 
+    /// With partial rotation, the coordinates no chunk rotates are summed apart: their norm per row, as
+    /// [`RowSums::mean_unrotated_norm`] reports it (p-RoPE's and partial rotation's unrotated share).
+    #[test]
+    fn unrotated_norms_are_the_norms_of_the_unrotated_coordinates() {
+        let (n, d) = (GRAM_ROWS + 5, 6);
+        let data: Vec<f64> = (0..n * d)
+            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
+            .collect();
+        let (chunks, unrotated) = ([(0, 3), (1, 4)], [2, 5]);
+        let mut s = RowSums::new(d, chunks.len(), false);
+        s.add_rows(&HeadRows::new(&data, d, 0, d), &chunks, &unrotated);
+        let want: f64 = data
+            .chunks(d)
+            .map(|r| (r[2] * r[2] + r[5] * r[5]).sqrt())
+            .sum();
+        assert!(
+            (s.unrotated_norm_sum - want).abs() <= 1e-9 * want,
+            "{} against {want}",
+            s.unrotated_norm_sum
+        );
+        assert!((s.mean_unrotated_norm() - want / n as f64).abs() <= 1e-12 * want);
+    }
+
     /// Rows that are all zero have no direction: the cosines to the mean direction are undefined (`None`),
     /// though rows were counted, as they are without rows or without Gram matrices.
     #[test]
