@@ -497,6 +497,45 @@ mod tests {
         assert!((s.mean_unrotated_norm() - want / n as f64).abs() <= 1e-12 * want);
     }
 
+    /// A head's running sums over several prompts: the sums of the rows of the first merged with those of the
+    /// second are the sums of all the rows at once, every field (up to the order of the additions).
+    #[test]
+    fn merged_sums_are_the_sums_of_all_rows() {
+        let (n, d) = (40, 6);
+        let data: Vec<f64> = (0..n * d)
+            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
+            .collect();
+        let (chunks, unrotated) = ([(0, 3), (1, 4)], [2, 5]);
+        let sums_of = |rows: &[f64]| {
+            let mut s = RowSums::new(d, chunks.len(), true);
+            s.add_rows(&HeadRows::new(rows, d, 0, d), &chunks, &unrotated);
+            s
+        };
+        let whole = sums_of(&data);
+        let mut merged = sums_of(&data[..15 * d]);
+        merged.merge(&sums_of(&data[15 * d..]));
+        assert_eq!(merged.count, n);
+        let close = |a: &[f64], b: &[f64]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x - y).abs() <= 1e-9 * y.abs().max(1.0))
+        };
+        for (name, got, want) in [
+            ("sum", &merged.sum, &whole.sum),
+            ("gram", &merged.gram, &whole.gram),
+            ("unit sum", &merged.unit_sum, &whole.unit_sum),
+            ("unit gram", &merged.unit_gram, &whole.unit_gram),
+            ("chunk norms", &merged.chunk_norm_sum, &whole.chunk_norm_sum),
+        ] {
+            assert!(close(got, want), "{name}: {got:?} against {want:?}");
+        }
+        assert!(close(
+            &[merged.unrotated_norm_sum],
+            &[whole.unrotated_norm_sum]
+        ));
+    }
+
     /// Rows that are all zero have no direction: the cosines to the mean direction are undefined (`None`),
     /// though rows were counted, as they are without rows or without Gram matrices.
     #[test]
