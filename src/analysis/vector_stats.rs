@@ -413,14 +413,19 @@ impl<T: Real> Capture<T> for VectorStatsCapture {
 mod tests {
     use super::*;
 
+    /// `n` rows of `d` values, element `i` being `(7919 i mod 101 − 40) / 17`: no short period.
+    fn spread_rows(n: usize, d: usize) -> Vec<f64> {
+        (0..n * d)
+            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
+            .collect()
+    }
+
     /// Over more rows than one batch, every sum equals its definition computed row by row, and the cosines to
     /// the mean direction have the mean and standard deviation of the cosines themselves.
     #[test]
     fn sums_and_cosines_are_their_definitions() {
         let (n, d) = (GRAM_ROWS + 37, 6);
-        let data: Vec<f64> = (0..n * d)
-            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
-            .collect();
+        let data = spread_rows(n, d);
         let chunks = [(0, 3), (1, 4), (2, 5)];
         let mut s = RowSums::new(d, chunks.len(), true);
         s.add_rows(&HeadRows::new(&data, d, 0, d), &chunks, &[]);
@@ -479,9 +484,7 @@ mod tests {
     #[test]
     fn unrotated_norms_are_the_norms_of_the_unrotated_coordinates() {
         let (n, d) = (GRAM_ROWS + 5, 6);
-        let data: Vec<f64> = (0..n * d)
-            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
-            .collect();
+        let data = spread_rows(n, d);
         let (chunks, unrotated) = ([(0, 3), (1, 4)], [2, 5]);
         let mut s = RowSums::new(d, chunks.len(), false);
         s.add_rows(&HeadRows::new(&data, d, 0, d), &chunks, &unrotated);
@@ -502,9 +505,7 @@ mod tests {
     #[test]
     fn merged_sums_are_the_sums_of_all_rows() {
         let (n, d) = (40, 6);
-        let data: Vec<f64> = (0..n * d)
-            .map(|i| ((i * 7919 % 101) as f64 - 40.0) / 17.0)
-            .collect();
+        let data = spread_rows(n, d);
         let (chunks, unrotated) = ([(0, 3), (1, 4)], [2, 5]);
         let sums_of = |rows: &[f64]| {
             let mut s = RowSums::new(d, chunks.len(), true);
