@@ -18,11 +18,12 @@
 # same shard lists the shard's mutants and tests only those no earlier part has run (matched by their full names,
 # file, line, column and change, so a part counts only while the mutated files are unchanged; a mutant that timed
 # out counts as run only after its second timeout, since a loaded machine can time out a mutant the tests would have
-# caught). `train` and the other crate-private modules are declared through `internal_mod!` in src/lib.rs, which
-# cargo-mutants does not expand, so the copy's declarations are first written out as plain `pub mod` lines (the
-# tests build with the `internals` feature, where they are public anyway). Results: mutants.out/ in that cache
-# directory; the survivors (`missed.txt`) are printed at the end. Install the tool once with `cargo install --locked
-# cargo-mutants`. theory/README.md lists the survivors of the last run and why each is acceptable.
+# caught; nor does a mutant whose build failed to link, below). `train` and the other crate-private modules are
+# declared through `internal_mod!` in src/lib.rs, which cargo-mutants does not expand, so the copy's declarations
+# are first written out as plain `pub mod` lines (the tests build with the `internals` feature, where they are
+# public anyway). Results: mutants.out/ in that cache directory; the survivors (`missed.txt`) are printed at the
+# end. Install the tool once with `cargo install --locked cargo-mutants`. theory/README.md lists the survivors of
+# the last run and why each is acceptable.
 set -euo pipefail
 
 area="${1:?usage: theory/mutants.sh theory|analysis|train [k/n [module...]]}"
@@ -42,6 +43,12 @@ command -v cargo-nextest >/dev/null || { echo "cargo-nextest is not installed: c
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 mutants="${ROPESCOPE_CACHE:-$HOME/.cache/ropescope}/mutants"
 cache="$mutants/$area-${shard//\//-of-}"
+# rustc's incremental state can come to name symbols that no object file defines (rust-lang/rust#81280): every
+# later build of the crate then fails to link until that state is removed. A baseline that fails so runs again
+# once after removing it; a mutant that failed so is reported and not counted as run (a resume tests it again),
+# and the state is removed for the next run.
+export LINKER_BUG="rust-lld: error: undefined"
+forget_incremental() { rm -rf "$mutants/target/mutants/incremental"; }
 files=(-f "src/$area/**/*.rs" -f "src/$area/*.rs")
 if ((${#modules[@]})); then
     cache+="-$(IFS=-; echo "${modules[*]}")"
@@ -76,7 +83,9 @@ if compgen -G "$cache/part-*/mutants.out/outcomes.json" >/dev/null; then
     cargo mutants --list "${files[@]}" "${select[@]}" > "$cache/shard.txt"
     parts=("$mutants/$area"-*/part-*/mutants.out/outcomes.json)
     pattern="$(python3 - "$cache/shard.txt" "${parts[@]}" <<'EOF'
-import json, re, sys
+import json, os, re, sys
+def link_failed(log):
+    return os.path.exists(log) and os.environ["LINKER_BUG"] in open(log, errors="replace").read()
 shard = [line.rstrip("\n") for line in open(sys.argv[1]) if line.strip()]
 done, timeouts = set(), {}
 for path in sys.argv[2:]:
@@ -85,6 +94,8 @@ for path in sys.argv[2:]:
             name = o["scenario"]["Mutant"]["name"]
             if o["summary"] == "Timeout":
                 timeouts[name] = timeouts.get(name, 0) + 1
+            elif o["summary"] == "Unviable" and link_failed(os.path.join(os.path.dirname(path), o["log_path"])):
+                continue
             else:
                 done.add(name)
 # A timeout may come from a loaded machine rather than the mutant: it runs once more before it counts.
@@ -97,12 +108,27 @@ EOF
     [[ -n "$pattern" ]] || { echo "every mutant of shard $shard has run: $cache"; exit 0; }
     select=(--re "$pattern")
 fi
-out="$cache/part-$(( $(find "$cache" -maxdepth 1 -name 'part-*' | wc -l) + 1 ))"
-mkdir -p "$out"
-status=0
-CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place --profile mutants "${files[@]}" "${select[@]}" -o "$out" \
-    --test-tool=nextest "${tests[@]}" -- --max-fail=1:immediate --run-ignored=all || status=$?
+run_part() {
+    out="$cache/part-$(( $(find "$cache" -maxdepth 1 -name 'part-*' | wc -l) + 1 ))"
+    mkdir -p "$out"
+    status=0
+    CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place --profile mutants "${files[@]}" "${select[@]}" \
+        -o "$out" --test-tool=nextest "${tests[@]}" -- --max-fail=1:immediate --run-ignored=all || status=$?
+}
+run_part
+if grep -qs "$LINKER_BUG" "$out/mutants.out/log/baseline.log"; then
+    echo "the unmutated tree failed to link (stale incremental state): removed, running again" >&2
+    rm -rf "$out"
+    forget_incremental
+    run_part
+fi
 echo "mutants.out: $out/mutants.out"
+unlinked="$(grep -l "$LINKER_BUG" "$out"/mutants.out/log/*.log || true)"
+if [[ -n "$unlinked" ]]; then
+    echo "failed to link from stale incremental state (not counted as run; the state is removed):" >&2
+    echo "$unlinked" >&2
+    forget_incremental
+fi
 echo "survivors:"
 cat "$out/mutants.out/missed.txt"
 # The target directory is shared, so a mutant is judged only if its build compiled the crate again: a log without
