@@ -108,12 +108,41 @@ EOF
     [[ -n "$pattern" ]] || { echo "every mutant of shard $shard has run: $cache"; exit 0; }
     select=(--re "$pattern")
 fi
+# The baseline (the unmutated tree builds and passes its tests) holds for its commit: a run at the commit of an
+# earlier part of the area whose baseline passed skips it (10 minutes on two cores) and keeps the test timeout
+# cargo-mutants set from it, five times the baseline's test time. Each part records its commit.
+commit="$(git rev-parse HEAD)"
+timeout="$(python3 - "$commit" "$mutants/$area"-*/part-*/ <<'EOF'
+import json, os, sys
+def seconds(d):
+    return d["secs"] + d["nanos"] / 1e9 if isinstance(d, dict) else float(d)
+for part in sys.argv[2:]:
+    try:
+        if open(os.path.join(part, "commit")).read().strip() != sys.argv[1]:
+            continue
+        outcomes = json.load(open(os.path.join(part, "mutants.out", "outcomes.json")))["outcomes"]
+    except (OSError, ValueError):
+        continue
+    for o in outcomes:
+        if o["scenario"] == "Baseline" and o["summary"] == "Success":
+            test = [seconds(p["duration"]) for p in o["phase_results"] if p["phase"] == "Test"]
+            print(round(5 * test[0]))
+            sys.exit()
+EOF
+)"
+baseline=()
+if [[ -n "$timeout" ]]; then
+    echo "the baseline of commit $commit passed in an earlier part: skipped (test timeout ${timeout}s)" >&2
+    baseline=(--baseline=skip --timeout="$timeout" --build-timeout=7200)
+fi
 run_part() {
     out="$cache/part-$(( $(find "$cache" -maxdepth 1 -name 'part-*' | wc -l) + 1 ))"
     mkdir -p "$out"
+    echo "$commit" > "$out/commit"
     status=0
     CARGO_TARGET_DIR="$mutants/target" cargo mutants --in-place --profile mutants "${files[@]}" "${select[@]}" \
-        -o "$out" --test-tool=nextest "${tests[@]}" -- --max-fail=1:immediate --run-ignored=all || status=$?
+        "${baseline[@]}" -o "$out" --test-tool=nextest "${tests[@]}" -- --max-fail=1:immediate --run-ignored=all ||
+        status=$?
 }
 run_part
 if grep -qs "$LINKER_BUG" "$out/mutants.out/log/baseline.log"; then

@@ -336,4 +336,55 @@ mod tests {
         assert!((s.positional - 1.0).abs() < TOL, "{}", s.positional);
         assert!((s.symbolic - s_sym).abs() < TOL, "{} against {s_sym}", s.symbolic);
     }
+
+    /// The edges' mean accuracy (first and last answer positions) minus the middle third's, positions without
+    /// examples (NaN) skipped, a mean of none 0.
+    #[test]
+    fn edge_minus_middle_compares_the_edges_with_the_middle_third() {
+        /// Rounding of the means.
+        const TOL: f64 = 1e-12;
+        let nan = f64::NAN;
+        // Seven positions: the middle third is positions 2, 3 and 4.
+        let cases = [
+            ([1.0, 0.5, 0.2, 0.3, 0.4, 0.0, 0.9], 0.95 - 0.3),
+            ([nan, 0.5, nan, 0.2, 0.4, 0.0, 0.8], 0.8 - 0.3),
+            ([0.6, 1.0, nan, nan, nan, 1.0, 0.4], 0.5),
+        ];
+        for (acc, want) in cases {
+            let got = edge_minus_middle(&acc);
+            assert!((got - want).abs() < TOL, "{acc:?}: {got} against {want}");
+        }
+    }
+
+    /// Each condition on a configuration refuses it alone; every task's defaults pass.
+    #[test]
+    fn configurations_are_refused_one_condition_at_a_time() {
+        for task in [Task::Index, Task::Retrieval, Task::Induction] {
+            let defaults = CanonicalConfig::for_task(task);
+            assert!(defaults.validate().is_ok(), "{task:?}");
+            let refused = |change: &dyn Fn(&mut CanonicalConfig)| {
+                let mut c = defaults.clone();
+                change(&mut c);
+                matches!(c.validate(), Err(ConfigError::Invalid(_)))
+            };
+            // Each change keeps the gate at head_dim / 2 chunks, so only the condition named fails.
+            assert!(refused(&|c| {
+                c.head_dim = 13;
+                c.gate = ChunkGate::all(6);
+            }));
+            assert!(refused(&|c| {
+                c.head_dim = 0;
+                c.gate = ChunkGate::all(0);
+            }));
+            assert!(refused(&|c| c.gate = ChunkGate::all(7)));
+            assert!(refused(&|c| c.steps = 0));
+            assert!(refused(&|c| c.n_train = 0));
+            assert!(refused(&|c| c.n_test = 0));
+            assert!(refused(&|c| c.sizes.n_symbols = 1));
+            assert!(!refused(&|c| {
+                c.head_dim = 14;
+                c.gate = ChunkGate::all(7);
+            }));
+        }
+    }
 }

@@ -220,4 +220,33 @@ mod tests {
             assert!((zc - want).abs() < 1e-15, "class {c}: {zc} against {want}");
         }
     }
+
+    /// The task's loss is the mean over examples of `−log softmax(z)[answer]`, with `z` the class logits that
+    /// [`GatedHead::logits`] gives (held to their definition above).
+    #[test]
+    fn loss_is_the_mean_cross_entropy_of_the_logits() {
+        let head = GatedHead {
+            n_features: 3,
+            head_dim: 2,
+            n_classes: 3,
+        };
+        let params: Vec<f64> = (0..head.n_params()).map(|i| (1.3 * i as f64).cos()).collect();
+        let rope = GatedRope::new(RopeSpec::new(2, 10.0, Pairing::Adjacent), ChunkGate::all(1), 4);
+        let examples = [
+            Example { context: vec![vec![0], vec![1, 2], vec![2]], query: vec![1], answer: 2, answer_pos: 1 },
+            Example { context: vec![vec![2], vec![0, 1]], query: vec![0, 2], answer: 0, answer_pos: 0 },
+        ];
+        let want = examples
+            .iter()
+            .map(|ex| {
+                let z = head.logits(&params, &rope, ex);
+                z.iter().map(|zc| zc.exp()).sum::<f64>().ln() - z[ex.answer]
+            })
+            .sum::<f64>()
+            / 2.0;
+        let task = TaskLoss { head, rope: &rope, examples: &examples };
+        let (loss, grad) = task.loss_and_grad(&params);
+        assert!((loss - want).abs() < 1e-14, "{loss} against {want}");
+        assert_eq!(grad.len(), head.n_params());
+    }
 }

@@ -126,4 +126,35 @@ mod tests {
         let spread = crate::analysis::cone::cone_spread(&cone).unwrap();
         assert!((spread.max_angle - 0.3).abs() < 0.03, "{}", spread.max_angle);
     }
+
+    /// Each token has `branching` successors drawn once; a prompt steps from token to one of them, each taken;
+    /// the first token, and every token of a uniform prompt, is any of the vocabulary.
+    #[test]
+    fn markov_prompts_step_through_the_successor_lists() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let source = MarkovSource::new(20, 3, &mut rng);
+        assert_eq!(source.successors.len(), 20);
+        assert!(source.successors.iter().all(|s| s.len() == 3 && s.iter().all(|&t| t < 20)));
+        let mut seen = vec![std::collections::BTreeSet::new(); 20];
+        let mut first = std::collections::BTreeSet::new();
+        for _ in 0..400 {
+            let prompt = source.sample(12, &mut rng);
+            assert_eq!(prompt.len(), 12);
+            first.insert(prompt[0]);
+            for w in prompt.windows(2) {
+                assert!(source.successors[w[0]].contains(&w[1]), "{} after {}", w[1], w[0]);
+                seen[w[0]].insert(w[1]);
+            }
+        }
+        assert_eq!(first.len(), 20, "the first token is uniform");
+        for (t, s) in seen.iter().enumerate() {
+            let listed: std::collections::BTreeSet<usize> = source.successors[t].iter().copied().collect();
+            assert!(s.is_empty() || *s == listed, "token {t}: {s:?} of {listed:?}");
+        }
+        assert!(seen.iter().filter(|s| s.len() > 1).count() > 10);
+        let uniform = uniform_prompt(20, 2000, &mut rng);
+        assert_eq!(uniform.len(), 2000);
+        let values: std::collections::BTreeSet<usize> = uniform.iter().copied().collect();
+        assert_eq!(values, (0..20).collect());
+    }
 }

@@ -189,3 +189,89 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
     y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rope::{Pairing, RopeSpec};
+    use crate::train::gate::ChunkGate;
+
+    /// Three tokens in two dimensions, one RoPE chunk turning by one radian per position.
+    fn head_and_rope() -> (SlashHead, GatedRope) {
+        let embeddings = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![-0.5, 0.3]];
+        let spec = RopeSpec::new(2, 10.0, Pairing::Adjacent);
+        let rope = GatedRope::new(spec, ChunkGate::all(1), 6);
+        (SlashHead::new(embeddings, 2, 2.5), rope)
+    }
+
+    /// `[W_Q, W_K]`, each 2 × 2 row-major.
+    const PARAMS: [f64; 8] = [0.3, -0.7, 1.1, 0.4, 0.9, 0.2, -0.6, 0.5];
+
+    /// The attention and loss computed here from the head's definition, with the rotation written out: `q_t =
+    /// R_t W_Q e_{x_t}`, `k_t = R_t W_K e_{x_t}` (`R_t` turning by `t` radians), `S[i, ·] = softmax_{j ≤ i} ⟨q_i,
+    /// k_j⟩`, class logits `z_v = γ ⟨e_v, Σ_j S[i,j] e_{x_j}⟩`, and the loss the mean over the prompts of each
+    /// prompt's mean `−log softmax(z)[x_{i−Δ}]` over `i ≥ Δ`.
+    fn by_definition(head: &SlashHead, prompts: &[Vec<usize>], offset: usize) -> (Vec<CausalAttention>, f64) {
+        let e = head.embeddings();
+        let turned = |w: &[f64], x: usize, t: usize| {
+            let (a, b) = (w[0] * e[x][0] + w[1] * e[x][1], w[2] * e[x][0] + w[3] * e[x][1]);
+            let (s, c) = (t as f64).sin_cos();
+            [a * c - b * s, a * s + b * c]
+        };
+        let (mut maps, mut loss) = (Vec::new(), 0.0);
+        for prompt in prompts {
+            let q: Vec<[f64; 2]> = prompt.iter().enumerate().map(|(t, &x)| turned(&PARAMS[..4], x, t)).collect();
+            let k: Vec<[f64; 2]> = prompt.iter().enumerate().map(|(t, &x)| turned(&PARAMS[4..], x, t)).collect();
+            let map: CausalAttention = (0..prompt.len())
+                .map(|i| {
+                    let w: Vec<f64> = (0..=i).map(|j| (q[i][0] * k[j][0] + q[i][1] * k[j][1]).exp()).collect();
+                    let total: f64 = w.iter().sum();
+                    w.iter().map(|x| x / total).collect()
+                })
+                .collect();
+            let mut prompt_loss = 0.0;
+            for i in offset..prompt.len() {
+                let o: Vec<f64> = (0..2).map(|d| (0..=i).map(|j| map[i][j] * e[prompt[j]][d]).sum()).collect();
+                let z: Vec<f64> = e.iter().map(|ev| 2.5 * (ev[0] * o[0] + ev[1] * o[1])).collect();
+                let log_total = z.iter().map(|zv| zv.exp()).sum::<f64>().ln();
+                prompt_loss += log_total - z[prompt[i - offset]];
+            }
+            loss += prompt_loss / (prompt.len() - offset) as f64;
+            maps.push(map);
+        }
+        (maps, loss / prompts.len() as f64)
+    }
+
+    #[test]
+    fn attention_and_loss_are_the_definitions() {
+        let (head, rope) = head_and_rope();
+        let prompts = vec![vec![0, 1, 2, 1, 0], vec![2, 0, 1]];
+        let (maps, want) = by_definition(&head, &prompts, 2);
+        for (prompt, map) in prompts.iter().zip(&maps) {
+            let got = head.attention(&PARAMS, &rope, prompt);
+            for (g, w) in got.iter().flatten().zip(map.iter().flatten()) {
+                assert!((g - w).abs() < 1e-14, "{g} against {w}");
+            }
+            assert_eq!(got.len(), map.len());
+        }
+        let task = OffsetTask { head: &head, rope: &rope, prompts: &prompts, offset: 2 };
+        let (loss, grad) = task.loss_and_grad(&PARAMS);
+        assert!((loss - want).abs() < 1e-14, "{loss} against {want}");
+        // The gradient is the loss's: central differences of the definition.
+        let h = 1e-6;
+        for p in 0..PARAMS.len() {
+            let mut moved = PARAMS;
+            moved[p] += h;
+            let up = OffsetTask { head: &head, rope: &rope, prompts: &prompts, offset: 2 }.loss_and_grad(&moved).0;
+            moved[p] -= 2.0 * h;
+            let down = OffsetTask { head: &head, rope: &rope, prompts: &prompts, offset: 2 }.loss_and_grad(&moved).0;
+            let numeric = (up - down) / (2.0 * h);
+            assert!((grad[p] - numeric).abs() < 1e-8, "parameter {p}: {} against {numeric}", grad[p]);
+        }
+        // Pre-RoPE queries and keys: the projections at position 0, unrotated.
+        let (q, k) = head.queries_keys(&PARAMS, &rope, &prompts[0]);
+        assert_eq!(q[3], vec![0.3 * 0.6 - 0.7 * 0.8, 1.1 * 0.6 + 0.4 * 0.8]);
+        assert_eq!(k[2], vec![0.9 * -0.5 + 0.2 * 0.3, -0.6 * -0.5 + 0.5 * 0.3]);
+        assert_eq!(head.n_params(), 8);
+    }
+}
