@@ -109,8 +109,8 @@ EOF
     select=(--re "$pattern")
 fi
 # The baseline (the unmutated tree builds and passes its tests) holds for its commit: a run at the commit of an
-# earlier part of the area whose baseline passed skips it (10 minutes on two cores) and keeps the test timeout
-# cargo-mutants set from it, five times the baseline's test time. Each part records its commit.
+# earlier part of the area whose baseline passed skips it (4 to 10 minutes on two cores) and keeps the test
+# timeout cargo-mutants set from it, five times the baseline's test time. Each part records its commit.
 commit="$(git rev-parse HEAD)"
 timeout="$(python3 - "$commit" "$mutants/$area"-*/part-*/ <<'EOF'
 import json, os, sys
