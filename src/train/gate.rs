@@ -121,6 +121,11 @@ mod tests {
         let g = ChunkGate::parse("0, 3-5", 8).unwrap();
         assert_eq!(g.chunks(), vec![0, 3, 4, 5]);
         assert_eq!(g.to_string(), "0,3,4,5");
+        assert_eq!(g.n_chunks(), 8);
+        let kept: Vec<bool> = (0..8).map(|l| g.keeps(l)).collect();
+        assert_eq!(kept, [true, false, false, true, true, true, false, false]);
+        assert_eq!(Vec::<usize>::from(g), vec![0, 3, 4, 5]);
+        assert_eq!(ChunkGate::all(3).chunks(), vec![0, 1, 2]);
     }
 
     #[test]
