@@ -46,9 +46,13 @@ cache="$mutants/$area-${shard//\//-of-}"
 # rustc's incremental state can come to name symbols that no object file defines (rust-lang/rust#81280): every
 # later build of the crate then fails to link until that state is removed. A baseline that fails so runs again
 # once after removing it; a mutant that failed so is reported and not counted as run (a resume tests it again),
-# and the state is removed for the next run.
+# and the state is removed for the next run. The library itself compiled, so cargo holds it fresh: its source is
+# touched so that it compiles again, from nothing.
 export LINKER_BUG="rust-lld: error: undefined"
-forget_incremental() { rm -rf "$mutants/target/mutants/incremental"; }
+forget_incremental() {
+    rm -rf "$mutants/target/mutants/incremental"
+    touch "$copy/src/lib.rs"
+}
 files=(-f "src/$area/**/*.rs" -f "src/$area/*.rs")
 if ((${#modules[@]})); then
     cache+="-$(IFS=-; echo "${modules[*]}")"
