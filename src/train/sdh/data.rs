@@ -104,6 +104,7 @@ mod tests {
     use super::*;
     use crate::train::metrics::cone_spread;
     use rand::SeedableRng;
+    use std::collections::BTreeSet;
 
     #[test]
     fn cone_embeddings_have_the_requested_spread() {
@@ -135,8 +136,8 @@ mod tests {
         let source = MarkovSource::new(20, 3, &mut rng);
         assert_eq!(source.successors.len(), 20);
         assert!(source.successors.iter().all(|s| s.len() == 3 && s.iter().all(|&t| t < 20)));
-        let mut seen = vec![std::collections::BTreeSet::new(); 20];
-        let mut first = std::collections::BTreeSet::new();
+        let mut seen = vec![BTreeSet::new(); 20];
+        let mut first = BTreeSet::new();
         for _ in 0..400 {
             let prompt = source.sample(12, &mut rng);
             assert_eq!(prompt.len(), 12);
@@ -148,13 +149,13 @@ mod tests {
         }
         assert_eq!(first.len(), 20, "the first token is uniform");
         for (t, s) in seen.iter().enumerate() {
-            let listed: std::collections::BTreeSet<usize> = source.successors[t].iter().copied().collect();
+            let listed: BTreeSet<usize> = source.successors[t].iter().copied().collect();
             assert!(s.is_empty() || *s == listed, "token {t}: {s:?} of {listed:?}");
         }
         assert!(seen.iter().filter(|s| s.len() > 1).count() > 10);
         let uniform = uniform_prompt(20, 2000, &mut rng);
         assert_eq!(uniform.len(), 2000);
-        let values: std::collections::BTreeSet<usize> = uniform.iter().copied().collect();
+        let values: BTreeSet<usize> = uniform.iter().copied().collect();
         assert_eq!(values, (0..20).collect());
     }
 }
