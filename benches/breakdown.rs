@@ -205,12 +205,9 @@ fn run<T: Real>(
         let rate = (flops > 0.0 && secs > 0.0).then(|| flops / secs / 1e9);
         let projection = matches!(
             step,
-            Step::ProjectQ
-                | Step::ProjectK
-                | Step::ProjectV
+            Step::ProjectQkv
                 | Step::ProjectO
-                | Step::ProjectGate
-                | Step::ProjectUp
+                | Step::ProjectGateUp
                 | Step::ProjectDown
                 | Step::Logits
                 | Step::Multiply

@@ -8,7 +8,10 @@
 //! products measured in the same run through matrixmultiply per engine tile (the f32 engine's product before
 //! block sums) and through faer: one parallel product on the rayon pool, and sequential products per engine
 //! tile (what the engine would run to keep its results independent of the thread count). Each rate is the
-//! median of several runs.
+//! median of several runs. Then the projections that read one input (a layer's queries, keys and values; the
+//! feed-forward gate and up) with quantized weights, multiplied one after another (`WeightMatrix::apply`) and as
+//! one product (`WeightMatrix::apply_all`, as the engine runs them), in alternating runs: their medians and
+//! the ratio of the times.
 //!
 //! `cargo bench --bench kernels` (add `-- f32` or `-- f64` for one precision; threads: `RAYON_NUM_THREADS`).
 
@@ -26,6 +29,8 @@ use std::time::Instant;
 const ROWS: usize = 512;
 /// Timed runs per product; the median is reported.
 const RUNS: usize = 7;
+/// Alternating runs of the products of one input, apart and together (each a few milliseconds).
+const JOINT_RUNS: usize = 41;
 /// Seconds per peak measurement.
 const PEAK_SECONDS: f64 = 0.5;
 
@@ -40,6 +45,15 @@ const SHAPES: [(&str, usize, usize, &str); 8] = [
     ("gemma3 k/v 256x640", 256, 640, "Q5_0"),
     ("gemma3 gate/up 2048x640", 2048, 640, "Q5_0"),
     ("gemma3 down 640x2048", 640, 2048, "Q4_K"),
+];
+
+/// `(label, k = inputs, [n = outputs of each weight], quant type)` of the projections of one input in each real
+/// model: queries, keys and values; the feed-forward gate and up.
+const JOINT: [(&str, usize, &[usize], &str); 4] = [
+    ("smollm2 q, k, v", 576, &[576, 192, 192], "Q4_1"),
+    ("smollm2 gate, up", 576, &[1536, 1536], "Q4_1"),
+    ("gemma3 q, k, v", 640, &[1024, 256, 256], "Q5_0"),
+    ("gemma3 gate, up", 640, &[2048, 2048], "Q5_0"),
 ];
 
 /// A deterministic pseudo-random value in [-1, 1).
@@ -250,6 +264,57 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
     }
 }
 
+/// The [`JOINT`] products apart and together: medians of alternating runs, GFLOP/s and the ratio of times.
+fn joint<T: Real>() {
+    println!(
+        "\n{}: projections of one input, apart and as one product",
+        T::NAME
+    );
+    println!("| products | apart GFLOP/s | together GFLOP/s | together ÷ apart (time) |");
+    println!("|---|---|---|---|");
+    for (label, k, sizes, ty) in JOINT {
+        let x: Vec<T> = (0..ROWS * k).map(|i| T::of_f32(noise(i))).collect();
+        let files: Vec<_> = sizes.iter().map(|&n| quant_weight(n, k, ty)).collect();
+        let weights: Vec<WeightMatrix> = files
+            .iter()
+            .zip(sizes)
+            .map(|((file, ty), &n)| {
+                let data = file.tensor_data(file.tensor("w").expect("w"));
+                WeightMatrix::new("w", data, *ty, n, k).expect("weight")
+            })
+            .collect();
+        let products: Vec<(&WeightMatrix, Option<&[T]>)> =
+            weights.iter().map(|w| (w, None)).collect();
+        let flops = 2.0 * (ROWS * k * sizes.iter().sum::<usize>()) as f64;
+        let (mut apart, mut together) = (Vec::new(), Vec::new());
+        for run in 0..=JOINT_RUNS {
+            let start = Instant::now();
+            let ys: Vec<Vec<T>> = weights.iter().map(|w| w.apply(&x, ROWS, None)).collect();
+            let t_apart = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let joint = WeightMatrix::apply_all(&products, &x, ROWS);
+            let t_together = start.elapsed().as_secs_f64();
+            assert_eq!(ys, joint, "the same products");
+            // The first run warms up.
+            if run > 0 {
+                apart.push(t_apart);
+                together.push(t_together);
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (a, t) = (median(&mut apart), median(&mut together));
+        println!(
+            "| {label} | {:.1} | {:.1} | {:.3} |",
+            flops / a / 1e9,
+            flops / t / 1e9,
+            t / a
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let want =
@@ -265,8 +330,10 @@ fn main() {
     let isa = Isa::best();
     if want("f32") {
         run::<f32>(isa, threads);
+        joint::<f32>();
     }
     if want("f64") {
         run::<f64>(isa, threads);
+        joint::<f64>();
     }
 }

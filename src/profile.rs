@@ -30,22 +30,17 @@ pub enum Step {
     Embed,
     /// RMS norms: before attention and the FFN, of q and k, after attention and the FFN (wall).
     Norm,
-    /// The query projection (wall).
-    ProjectQ,
-    /// The key projection (wall).
-    ProjectK,
-    /// The value projection (wall).
-    ProjectV,
+    /// The query, key and value projections (wall): one product where they read the same input.
+    ProjectQkv,
     /// Copies of the pre-RoPE q and k for capture, and the rotation (wall).
     Rope,
     /// Every head's attention, capture included (wall).
     Attention,
     /// The attention output projection (wall).
     ProjectO,
-    /// The FFN gate projection (wall).
-    ProjectGate,
-    /// The FFN up projection (wall).
-    ProjectUp,
+    /// The FFN gate and up projections (wall): one product where they read the same input; per-layer inputs'
+    /// gate.
+    ProjectGateUp,
     /// Gated activation and residual additions (wall).
     Activation,
     /// The FFN down projection (wall).
@@ -71,17 +66,14 @@ pub enum Step {
 impl Step {
     /// Every step, in the order of the pass (wall steps first, then the parts of parallel steps), which is the
     /// order the variants are declared in.
-    pub const ALL: [Step; 20] = [
+    pub const ALL: [Step; 17] = [
         Step::Embed,
         Step::Norm,
-        Step::ProjectQ,
-        Step::ProjectK,
-        Step::ProjectV,
+        Step::ProjectQkv,
         Step::Rope,
         Step::Attention,
         Step::ProjectO,
-        Step::ProjectGate,
-        Step::ProjectUp,
+        Step::ProjectGateUp,
         Step::Activation,
         Step::ProjectDown,
         Step::Logits,
@@ -114,12 +106,9 @@ impl Step {
         match self {
             Step::Embed => "embed",
             Step::Norm => "norms",
-            Step::ProjectQ => "project q",
-            Step::ProjectK => "project k",
-            Step::ProjectV => "project v",
+            Step::ProjectQkv => "project q, k, v",
             Step::ProjectO => "project o",
-            Step::ProjectGate => "project gate",
-            Step::ProjectUp => "project up",
+            Step::ProjectGateUp => "project gate, up",
             Step::ProjectDown => "project down",
             Step::Logits => "logits",
             Step::Check => "finiteness checks",

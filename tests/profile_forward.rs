@@ -42,22 +42,19 @@ fn profile_counts_every_product_and_changes_nothing() {
     let get = |step: Step| totals.iter().find(|x| x.step == step).unwrap();
     let (d, hd, l) = (s.n_embd, s.head_dim, s.n_layers);
     let proj = |outputs: usize, inputs: usize| (2 * t * outputs * inputs * l) as u64;
-    assert_eq!(get(Step::ProjectQ).flops, proj(s.n_heads * hd, d));
-    assert_eq!(get(Step::ProjectK).flops, proj(s.n_kv_heads * hd, d));
-    assert_eq!(get(Step::ProjectV).flops, proj(s.n_kv_heads * hd, d));
+    assert_eq!(
+        get(Step::ProjectQkv).flops,
+        proj((s.n_heads + 2 * s.n_kv_heads) * hd, d)
+    );
     assert_eq!(get(Step::ProjectO).flops, proj(d, s.n_heads * hd));
-    assert_eq!(get(Step::ProjectGate).flops, proj(s.n_ff, d));
-    assert_eq!(get(Step::ProjectUp).flops, proj(s.n_ff, d));
+    assert_eq!(get(Step::ProjectGateUp).flops, proj(2 * s.n_ff, d));
     assert_eq!(get(Step::ProjectDown).flops, proj(d, s.n_ff));
     assert_eq!(get(Step::Logits).flops, (2 * t * s.vocab * d) as u64);
     // The tiles multiply exactly the projections' and the output head's operations.
     let projections: u64 = [
-        Step::ProjectQ,
-        Step::ProjectK,
-        Step::ProjectV,
+        Step::ProjectQkv,
         Step::ProjectO,
-        Step::ProjectGate,
-        Step::ProjectUp,
+        Step::ProjectGateUp,
         Step::ProjectDown,
         Step::Logits,
     ]

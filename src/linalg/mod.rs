@@ -1,13 +1,13 @@
 //! Dense products on row-major slices.
 //!
-//! The weight products ([`matmul_transb_tiles`]) run on [`block_sums`]: a GEMM that sums each output over
-//! short blocks of the inner dimension and in f64 across blocks; in f32 over 128-long blocks, at about
-//! matrixmultiply's speed and several times closer to float64; in f64 over matrixmultiply's own 256-long
-//! blocks, with its bits and a larger register tile. Attention's f32 products ([`gemm`]) sum the same way with
-//! nothing packed ([`unpacked`]). In f64 attention's products, and the Gram products ([`gemm_transb`]), run on
-//! matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per instruction set at
-//! run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"), and saw
-//! faults on AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain
+//! The weight products ([`matmul_transb_tiles`]; several of one input at once, [`matmul_transb_many`]) run on
+//! [`block_sums`]: a GEMM that sums each output over short blocks of the inner dimension and in f64 across blocks; in
+//! f32 over 128-long blocks, at about matrixmultiply's speed and several times closer to float64; in f64 over
+//! matrixmultiply's own 256-long blocks, with its bits and a larger register tile. Attention's f32 products ([`gemm`])
+//! sum the same way with nothing packed ([`unpacked`]). In f64 attention's products, and the Gram products
+//! ([`gemm_transb`]), run on matrixmultiply's general-stride GEMM, called sequentially, which selects its kernel per
+//! instruction set at run time. faer, run per weight tile, was slower in the engine (`docs/speed.md`, "Which GEMM"),
+//! and saw faults on AVX-512 machines with operands that are not 64-byte aligned, as the engine's views into plain
 //! vectors are (`tests/engine/faer_unaligned.rs` is the reproducer); faer remains the crate's library for
 //! decompositions, on its own aligned matrices. [`peak`] measures the machine's FMA peak, the yardstick of the
 //! benchmarks.
@@ -207,13 +207,13 @@ pub(crate) fn with_thread_buffer<T: Copy + Default, R>(
     })
 }
 
+/// A weight that [`matmul_transb_many`] produces tile by tile: `n` rows of `k` values, and `fill(r0..r1, buf)`,
+/// which must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
+pub type TileFill<'a, T> = (usize, &'a (dyn Fn(std::ops::Range<usize>, &mut [T]) + Sync));
+
 /// `x[rows × k] · wᵀ` for a weight `w` (`n × k`, stored as `out × in`, ggml's layout of `y = W x`) that is
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
-/// Returns the `rows × n` product.
-///
-/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(n, `[`block_sums::panel_width`]`)`; each tile is
-/// produced once and multiplied with all `rows` rows of `x` sequentially, so every output element is computed
-/// by the same operations in the same order at any thread count.
+/// Returns the `rows × n` product: [`matmul_transb_many`] of the one weight.
 pub fn matmul_transb_tiles<T: Real>(
     x: &[T],
     rows: usize,
@@ -221,34 +221,62 @@ pub fn matmul_transb_tiles<T: Real>(
     n: usize,
     fill: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
 ) -> Vec<T> {
+    let mut outs = matmul_transb_many(x, rows, k, &[(n, &fill)]);
+    outs.pop().expect("one product")
+}
+
+/// `x[rows × k] · wᵢᵀ` for each weight `wᵢ` of `weights` ([`TileFill`]s, `nᵢ × k` each), as one product: the
+/// activations packed once, and the tiles of every weight in one parallel loop. Returns the `rows × nᵢ`
+/// products in order. Projections of the same input (a layer's queries, keys and values; the feed-forward
+/// gate and up) computed so pack their input once instead of once each and join the threads once, and the
+/// small key and value projections' tiles share the cores with the others'.
+///
+/// Runs in parallel over the fixed tiles of [`weight_tiles`]`(nᵢ, `[`block_sums::panel_width`]`)` of each
+/// weight; each tile is produced once and multiplied with all `rows` rows of `x` sequentially, so every output
+/// element is computed by the same operations in the same order at any thread count, and is the same whether
+/// its weight is multiplied alone or with others.
+pub fn matmul_transb_many<T: Real>(
+    x: &[T],
+    rows: usize,
+    k: usize,
+    weights: &[TileFill<'_, T>],
+) -> Vec<Vec<T>> {
     assert_eq!(x.len(), rows * k);
-    if k == 0 || rows == 0 || n == 0 {
-        return vec![T::zero(); rows * n];
+    if k == 0 || rows == 0 {
+        return weights.iter().map(|&(n, _)| vec![T::zero(); rows * n]).collect();
     }
     // Not cleared first: every element is written by exactly one tile's product.
-    let mut out: Vec<T> = Vec::with_capacity(rows * n);
+    let mut outs: Vec<Vec<T>> = weights.iter().map(|&(n, _)| Vec::with_capacity(rows * n)).collect();
     let isa = Isa::best();
+    let unit = block_sums::panel_width::<T>(isa);
     let packed = block_sums::pack_activations(x, rows, k);
-    let dst = StripOut(out.as_mut_ptr());
-    weight_tiles(n, block_sums::panel_width::<T>(isa)).into_par_iter().for_each(|tile| {
-        let (c0, nc) = (tile.start, tile.len());
+    let dsts: Vec<StripOut<T>> = outs.iter_mut().map(|o| StripOut(o.as_mut_ptr())).collect();
+    let tiles: Vec<(usize, std::ops::Range<usize>)> = weights
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &(n, _))| weight_tiles(n, unit).into_iter().map(move |tile| (i, tile)))
+        .collect();
+    tiles.into_par_iter().for_each(|(i, tile)| {
+        let ((n, fill), (c0, nc)) = (weights[i], (tile.start, tile.len()));
         T::with_tile_buffer(nc * k, |w| {
             time(Step::Dequantize, || fill(c0..c0 + nc, w));
-            let dst = &dst;
+            let dst = &dsts[i];
             // SAFETY: `packed` holds `rows × k` activations (asserted) and `w` holds `nc × k`; the output view,
-            // columns `c0..c0 + nc` of every row of the `rows × n` buffer with row stride `n`, lies inside
-            // `out`, and distinct tiles address disjoint columns, so no two tasks write the same element and
-            // none reads what another writes. `out` outlives the parallel loop.
+            // columns `c0..c0 + nc` of every row of weight `i`'s `rows × n` buffer with row stride `n`, lies
+            // inside `outs[i]`, and distinct tiles address disjoint columns or distinct buffers, so no two tasks
+            // write the same element and none reads what another writes. `outs` outlives the parallel loop.
             time(Step::Multiply, || unsafe {
                 block_sums::tile_product(isa, &packed, rows, k, w, nc, dst.0.add(c0), n)
             });
         });
         count_flops(Step::Multiply, 2 * rows * k * nc);
     });
-    // SAFETY: the tiles cover the columns `0..n` (`weight_tiles`), and each tile's product wrote its columns
-    // of every row.
-    unsafe { out.set_len(rows * n) };
-    out
+    for (out, &(n, _)) in outs.iter_mut().zip(weights) {
+        // SAFETY: the tiles of each weight cover its columns `0..n` (`weight_tiles`), and each tile's product
+        // wrote its columns of every row.
+        unsafe { out.set_len(rows * n) };
+    }
+    outs
 }
 
 #[cfg(test)]
@@ -291,6 +319,51 @@ mod tests {
             .iter()
             .zip(&single)
             .all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+
+    #[test]
+    fn weights_multiplied_together_give_each_ones_bits_alone() {
+        // f32 over two blocks of the inner index, so that the f64 sums across blocks are in play; the middle
+        // weight has fewer rows than one tile, the last none.
+        let (rows, k) = (37, 2 * block_sums::BLOCK + 5);
+        let value = |i: usize, m: usize| ((i * m) % 211) as f32 / 105.0 - 1.0;
+        let x: Vec<f32> = (0..rows * k).map(|i| value(i, 7919)).collect();
+        let sizes = [3 * MAX_WEIGHT_TILE + 40, 9, 0];
+        let weights: Vec<Vec<f32>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(j, &n)| (0..n * k).map(|i| value(i + j, 104729)).collect())
+            .collect();
+        let fills: Vec<_> = weights
+            .iter()
+            .map(|w| move |r: std::ops::Range<usize>, buf: &mut [f32]| buf.copy_from_slice(&w[r.start * k..r.end * k]))
+            .collect();
+        let tiles: Vec<TileFill<'_, f32>> = sizes
+            .iter()
+            .zip(&fills)
+            .map(|(&n, f)| (n, f as &(dyn Fn(std::ops::Range<usize>, &mut [f32]) + Sync)))
+            .collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let together = matmul_transb_many(&x, rows, k, &tiles);
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let single = one.install(|| matmul_transb_many(&x, rows, k, &tiles));
+        assert_eq!(together.len(), sizes.len());
+        for (i, &(n, fill)) in tiles.iter().enumerate() {
+            let alone = matmul_transb_tiles(&x, rows, k, n, fill);
+            assert_eq!(together[i].len(), rows * n);
+            assert_eq!(bits(&together[i]), bits(&alone), "weight {i}");
+            assert_eq!(bits(&single[i]), bits(&alone), "weight {i}, one thread");
+        }
+        // And the products are the products: a few elements against f64 sums.
+        for (r, c) in [(0, 0), (rows - 1, sizes[0] - 1), (5, 700)] {
+            let exact: f64 = (0..k).map(|p| x[r * k + p] as f64 * weights[0][c * k + p] as f64).sum();
+            assert!((together[0][r * sizes[0] + c] as f64 - exact).abs() < 1e-4 * (1.0 + exact.abs()));
+        }
+        // No rows or no inner index: zeros of the right shapes.
+        let empty = matmul_transb_many(&x[..0], 0, k, &tiles);
+        assert!(empty.iter().all(Vec::is_empty));
+        let no_inner = matmul_transb_many(&[], 3, 0, &[(2, &|_: std::ops::Range<usize>, _: &mut [f32]| {})]);
+        assert_eq!(no_inner, vec![vec![0.0; 6]]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! routed to it, shared experts, and Gemma 4's experts beside the dense block.
 
 use super::weights::{BesideDense, Experts};
-use super::{add_into, ops, project, Model};
+use super::{add_into, ops, project, project_all, Model};
 use crate::model::config::Routing;
 use crate::numeric::Real;
 use crate::profile::{time, Step};
@@ -63,7 +63,7 @@ impl<T: Real> Model<T> {
             .expect("a model with experts has a mixture-of-experts configuration");
         let d = c.n_embd;
         let logits = project(
-            Step::ProjectGate,
+            Step::ProjectGateUp,
             &e.router,
             router_in,
             rows,
@@ -106,8 +106,9 @@ impl<T: Real> Model<T> {
                 Some(b) => b[expert].each_ref().map(|v| Some(v.as_slice())),
                 None => [None; 3],
             };
-            let mut gate = project(Step::ProjectGate, &e.gate[expert], &xs, n, b_gate);
-            let up = project(Step::ProjectUp, &e.up[expert], &xs, n, b_up);
+            let products = [(&e.gate[expert], b_gate), (&e.up[expert], b_up)];
+            let ys = project_all(Step::ProjectGateUp, &products, &xs, n);
+            let [mut gate, up]: [Vec<T>; 2] = ys.try_into().expect("two products");
             time(Step::Activation, || {
                 ops::gated(&mut gate, &up, c.activation)
             });

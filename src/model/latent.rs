@@ -23,7 +23,7 @@ impl<T: Real> Model<T> {
         let c = &self.config;
         let (hd, vd, r) = (lc.head_dim(), lc.value_dim, lc.rope.rot_dim);
         let (nope, rank) = (hd - r, m.kv_a_norm.len());
-        let a = project(Step::ProjectK, &m.kv_a, h, rows, None);
+        let a = project(Step::ProjectQkv, &m.kv_a, h, rows, None);
         let mut latent = gather_columns(&a, rank + r, 0..rank);
         time(Step::Norm, || {
             ops::rms_norm_segments(&mut latent, &m.kv_a_norm, c.eps())
@@ -45,7 +45,7 @@ impl<T: Real> Model<T> {
         }
         let mut v = vec![T::zero(); rows * c.n_heads * vd];
         for (head, v_b) in m.v_b.iter().enumerate() {
-            let vh = project(Step::ProjectV, v_b, &latent, rows, None);
+            let vh = project(Step::ProjectQkv, v_b, &latent, rows, None);
             for (i, x) in vh.chunks(vd).enumerate() {
                 v[(i * c.n_heads + head) * vd..][..vd].copy_from_slice(x);
             }

@@ -16,7 +16,9 @@
 use super::arithmetic::Arithmetic;
 use crate::error::{Error, Result};
 use crate::gguf::TensorData;
-use crate::linalg::{matmul_transb_tiles, weight_tiles, with_thread_buffer, StripOut};
+use crate::linalg::{
+    matmul_transb_many, matmul_transb_tiles, weight_tiles, with_thread_buffer, StripOut, TileFill,
+};
 use crate::numeric::Real;
 use crate::profile::{count_flops, time, Step};
 use crate::quant::int_blocks::{Activations, IntLayout, IntRows, ACT_ROWS};
@@ -155,34 +157,81 @@ impl WeightMatrix {
     /// `x · Wᵀ (+ bias)` for `n` rows of `x` (row-major `n × cols`): the `n × rows` outputs `y = W x + b` of
     /// every row. Panics on a shape mismatch.
     pub fn apply<T: Real>(&self, x: &[T], n: usize, bias: Option<&[T]>) -> Vec<T> {
+        let mut y = Self::apply_all(&[(self, bias)], x, n);
+        y.pop().expect("one product")
+    }
+
+    /// [`WeightMatrix::apply`] of each `(matrix, bias)` of `products` to the same `n` rows of `x`, in order.
+    /// Under exact arithmetic the matrices multiply as one product ([`crate::linalg::matmul_transb_many`]: the
+    /// activations packed once, the threads joined once), with the bits each would give alone. Panics on a
+    /// shape mismatch.
+    pub fn apply_all<T: Real>(
+        products: &[(&WeightMatrix, Option<&[T]>)],
+        x: &[T],
+        n: usize,
+    ) -> Vec<Vec<T>> {
+        let exact = |m: &WeightMatrix| {
+            m.arithmetic == Arithmetic::Exact || m.ty() == GgmlType::F32
+        };
+        let (joint, alone): (Vec<_>, Vec<_>) = (0..products.len()).partition(|&i| exact(products[i].0));
+        let cols = products.first().map_or(0, |(m, _)| m.cols);
+        assert!(products.iter().all(|(m, _)| m.cols == cols), "products of one input");
+        let fills: Vec<_> = joint
+            .iter()
+            .map(|&i| {
+                let m = products[i].0;
+                move |r: Range<usize>, buf: &mut [T]| m.dequantize_rows(r, buf)
+            })
+            .collect();
+        let tiles: Vec<TileFill<'_, T>> = joint
+            .iter()
+            .zip(&fills)
+            .map(|(&i, fill)| (products[i].0.rows, fill as &(dyn Fn(Range<usize>, &mut [T]) + Sync)))
+            .collect();
+        let mut ys: Vec<Option<Vec<T>>> = vec![None; products.len()];
+        for (&i, y) in joint.iter().zip(matmul_transb_many(x, n, cols, &tiles)) {
+            ys[i] = Some(y);
+        }
+        for i in alone {
+            ys[i] = Some(products[i].0.apply_ggml(x, n));
+        }
+        ys.into_iter()
+            .zip(products)
+            .map(|(y, &(m, bias))| {
+                let mut y = y.expect("every product computed");
+                if let Some(b) = bias {
+                    assert_eq!(b.len(), m.rows);
+                    y.par_chunks_mut(m.rows)
+                        .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
+                }
+                y
+            })
+            .collect()
+    }
+
+    /// `x · Wᵀ` under [`Arithmetic::Ggml`] for a matrix that is not F32: llama.cpp's integer products for a
+    /// quantized type; for F16 and BF16 the activations converted to the weight's type first (ggml's
+    /// `vec_dot_type`; the other types were refused by `with_arithmetic`).
+    fn apply_ggml<T: Real>(&self, x: &[T], n: usize) -> Vec<T> {
         let exact = |x: &[T]| {
             matmul_transb_tiles(x, n, self.cols, self.rows, |r, buf| {
                 self.dequantize_rows(r, buf)
             })
         };
-        let mut y = match (self.arithmetic, self.ty(), IntLayout::of(self.ty())) {
-            (Arithmetic::Exact, _, _) | (_, GgmlType::F32, _) => exact(x),
-            (Arithmetic::Ggml, _, Some(layout)) => {
+        match (self.ty(), IntLayout::of(self.ty())) {
+            (_, Some(layout)) => {
                 let x32: Vec<f32> = x.iter().map(|v| v.to_f64_exact() as f32).collect();
                 let y = self.integer_product(layout, &x32, n);
                 y.into_iter().map(T::of_f32).collect()
             }
-            // ggml converts the activations to the weight's own float type (`vec_dot_type` F16 or BF16; the
-            // other types were refused by `with_arithmetic`).
-            (Arithmetic::Ggml, ty, None) => {
+            (ty, None) => {
                 let round = |v: T| match ty {
                     GgmlType::F16 => half::f16::from_f64(v.to_f64_exact()).to_f64(),
                     _ => half::bf16::from_f64(v.to_f64_exact()).to_f64(),
                 };
                 exact(&x.iter().map(|&v| T::of_f64(round(v))).collect::<Vec<T>>())
             }
-        };
-        if let Some(b) = bias {
-            assert_eq!(b.len(), self.rows);
-            y.par_chunks_mut(self.rows)
-                .for_each(|row| row.iter_mut().zip(b).for_each(|(v, &bi)| *v = *v + bi));
         }
-        y
     }
 
     /// `x · Wᵀ` for the `n` rows of `x` as llama.cpp computes it: each row quantized to `layout`'s activation

@@ -40,7 +40,9 @@ use matrix::WeightMatrix;
 use prefix::LayerKv;
 use rayon::prelude::*;
 use std::ops::Range;
-use weights::{DenseFfn, FfnWeights, LayerWeights, NormWeights, PerLayerInputs, Weights};
+use weights::{
+    DenseFfn, FfnWeights, LayerWeights, MlaWeights, NormWeights, PerLayerInputs, Weights,
+};
 
 /// A model ready to run in precision `T`.
 pub struct Model<T> {
@@ -373,13 +375,31 @@ impl<T: Real> Model<T> {
         let site = Site::Layer(l);
 
         let h = pre_normed(x, w.attn_norm.as_ref(), c.eps());
-        let mut q = match w.mla.as_ref().and_then(|m| m.q_a.as_ref()) {
-            Some((q_a, norm)) => {
-                let mut a = project(Step::ProjectQ, q_a, &h, rows, None);
-                time(Step::Norm, || ops::rms_norm_segments(&mut a, norm, c.eps()));
-                project(Step::ProjectQ, &w.wq, &a, rows, w.bq.as_deref())
+        // A layer that projects its own keys and values from `h` (not latent, not an earlier layer's) projects
+        // its queries with them, as one product.
+        let (mut q, mut own_kv) = match (w.mla.as_ref(), resume.shared) {
+            (None, None) => {
+                let (q, k, v) = self.project_qkv(w, &h, rows);
+                (q, Some((k, v)))
             }
-            None => project(Step::ProjectQ, &w.wq, &h, rows, w.bq.as_deref()),
+            (
+                Some(MlaWeights {
+                    q_a: Some((q_a, norm)),
+                    ..
+                }),
+                _,
+            ) => {
+                let mut a = project(Step::ProjectQkv, q_a, &h, rows, None);
+                time(Step::Norm, || ops::rms_norm_segments(&mut a, norm, c.eps()));
+                (
+                    project(Step::ProjectQkv, &w.wq, &a, rows, w.bq.as_deref()),
+                    None,
+                )
+            }
+            _ => (
+                project(Step::ProjectQkv, &w.wq, &h, rows, w.bq.as_deref()),
+                None,
+            ),
         };
         if c.mla.is_some() {
             latent::rope_part_first(&mut q, hd, lc.rope.rot_dim);
@@ -420,8 +440,10 @@ impl<T: Real> Model<T> {
             None => {
                 let with_pre = plan.vectors || resume.keep;
                 let span = (start, rows);
-                let own =
-                    self.own_keys_and_values(w, lc, &h, span, table, opts, resume, with_pre)?;
+                let projected = own_kv.take();
+                let own = self.own_keys_and_values(
+                    w, lc, &h, projected, span, table, opts, resume, with_pre,
+                )?;
                 if plan.latent && !own.latent.is_empty() {
                     capture.latent(l, &own.latent);
                 }
@@ -496,7 +518,7 @@ impl<T: Real> Model<T> {
             let p = block.gate.rows();
             let mine = gather_columns(inputs, c.n_layers * p, l * p..(l + 1) * p);
             let mut gate = project(
-                Step::ProjectGate,
+                Step::ProjectGateUp,
                 &block.gate,
                 &pre_normed(x, None, c.eps()),
                 rows,
@@ -528,10 +550,24 @@ impl<T: Real> Model<T> {
         Ok(kept)
     }
 
+    /// A layer's queries, keys and values of its normed input `h` (`rows` positions), as one product; the values
+    /// are the keys where the layer has no value projection.
+    fn project_qkv(&self, w: &LayerWeights<T>, h: &[T], rows: usize) -> (Vec<T>, Vec<T>, Vec<T>) {
+        let wk =
+            w.wk.as_ref()
+                .expect("a layer that does not reuse keys has its key projection");
+        let mut products = vec![(&w.wq, w.bq.as_deref()), (wk, w.bk.as_deref())];
+        products.extend(w.wv.as_ref().map(|wv| (wv, w.bv.as_deref())));
+        let mut ys = project_all(Step::ProjectQkv, &products, h, rows).into_iter();
+        let (q, k) = (ys.next().expect("queries"), ys.next().expect("keys"));
+        let v = ys.next().unwrap_or_else(|| k.clone());
+        (q, k, v)
+    }
+
     /// A layer's own keys (before and after RoPE) and values from its normed input `h` of `rows` positions from
-    /// `start`, over the whole sequence (the reused positions' from the prefix in a resumed pass): projected (the
-    /// values from the keys' projection where the layer has no value projection; decompressed from the latent
-    /// under latent attention), normed (QK-norm, the values' gainless norm) and the keys rotated. The keys before
+    /// `start`, over the whole sequence (the reused positions' from the prefix in a resumed pass): `projected`
+    /// ([`Model::project_qkv`]'s keys and values; under latent attention, `None`: decompressed from the latent),
+    /// normed (QK-norm, the values' gainless norm) and the keys rotated. The keys before
     /// RoPE are kept only when `with_pre` (empty otherwise); the latent of the computed positions only under
     /// latent attention.
     #[allow(clippy::too_many_arguments)]
@@ -540,6 +576,7 @@ impl<T: Real> Model<T> {
         w: &LayerWeights<T>,
         lc: &LayerConfig,
         h: &[T],
+        projected: Option<(Vec<T>, Vec<T>)>,
         (start, rows): (usize, usize),
         table: &RopeTable<T>,
         opts: &ForwardOptions,
@@ -548,17 +585,10 @@ impl<T: Real> Model<T> {
     ) -> Result<OwnKv<T>> {
         let c = &self.config;
         let (hd, vd) = (lc.head_dim(), lc.value_dim);
-        let (mut k, mut v, latent) = match &w.mla {
-            Some(m) => self.latent_keys_and_values(m, lc, h, rows),
-            None => {
-                let wk =
-                    w.wk.as_ref()
-                        .expect("a layer that does not reuse keys has its key projection");
-                let mut k = project(Step::ProjectK, wk, h, rows, w.bk.as_deref());
-                let mut v = match &w.wv {
-                    Some(wv) => project(Step::ProjectV, wv, h, rows, w.bv.as_deref()),
-                    None => k.clone(),
-                };
+        let (mut k, mut v, latent) = match (&w.mla, projected) {
+            (Some(m), _) => self.latent_keys_and_values(m, lc, h, rows),
+            (None, projected) => {
+                let (mut k, mut v) = projected.expect("a layer's own keys and values projected");
                 time(Step::Norm, || {
                     if let Some(kn) = &w.k_norm {
                         ops::rms_norm_segments(&mut k, kn, c.eps());
@@ -608,7 +638,7 @@ impl<T: Real> Model<T> {
         let c = &self.config;
         let (rows, width) = (ids.len(), p.model_proj.rows());
         let x: Vec<T> = x.iter().map(|&v| T::of_f64(v)).collect();
-        let mut proj = project(Step::ProjectGate, &p.model_proj, &x, rows, None);
+        let mut proj = project(Step::ProjectGateUp, &p.model_proj, &x, rows, None);
         let scale = T::of_f64(1.0 / (c.n_embd as f64).sqrt());
         proj.iter_mut().for_each(|v| *v = *v * scale);
         ops::rms_norm_segments(&mut proj, &p.norm, c.eps());
@@ -645,14 +675,16 @@ impl<T: Real> Model<T> {
     /// A dense feed-forward block: `down(act(gate(h)) · up(h))`, or `down(act(up(h)))` without a gate.
     fn dense_ffn(&self, d: &DenseFfn<T>, h: &[T], rows: usize) -> Vec<T> {
         let act = self.config.activation;
-        let mut up = project(Step::ProjectUp, &d.up, h, rows, d.b_up.as_deref());
         let hidden = match &d.gate {
             Some(gate_w) => {
-                let mut gate = project(Step::ProjectGate, gate_w, h, rows, None);
+                let products = [(gate_w, None), (&d.up, d.b_up.as_deref())];
+                let ys = project_all(Step::ProjectGateUp, &products, h, rows);
+                let [mut gate, up]: [Vec<T>; 2] = ys.try_into().expect("two products");
                 time(Step::Activation, || ops::gated(&mut gate, &up, act));
                 gate
             }
             None => {
+                let mut up = project(Step::ProjectGateUp, &d.up, h, rows, d.b_up.as_deref());
                 time(Step::Activation, || ops::activate(&mut up, act));
                 up
             }
@@ -714,8 +746,26 @@ struct Resume<'a, T> {
 
 /// `w · x` for the `t` rows of `x` (plus `bias`), timed and counted as `step`.
 fn project<T: Real>(step: Step, w: &WeightMatrix, x: &[T], t: usize, bias: Option<&[T]>) -> Vec<T> {
-    count_flops(step, 2 * t * w.rows() * w.cols());
-    time(step, || w.apply(x, t, bias))
+    let mut y = project_all(step, &[(w, bias)], x, t);
+    y.pop().expect("one product")
+}
+
+/// `w · x (+ bias)` of each `(w, bias)` of `products` for the same `t` rows of `x`, as one product
+/// ([`WeightMatrix::apply_all`]), timed and counted as `step`.
+fn project_all<T: Real>(
+    step: Step,
+    products: &[(&WeightMatrix, Option<&[T]>)],
+    x: &[T],
+    t: usize,
+) -> Vec<Vec<T>> {
+    count_flops(
+        step,
+        products
+            .iter()
+            .map(|(w, _)| 2 * t * w.rows() * w.cols())
+            .sum(),
+    );
+    time(step, || WeightMatrix::apply_all(products, x, t))
 }
 
 /// Rotates every head of every row (`[rows, width]`, heads of `head_dim`; row `i` is position `first + i`) to
