@@ -314,6 +314,7 @@ fn scan(
             shard: shard.map(|(k, n)| Shard::new(k, n)).transpose()?,
             force,
             command: std::env::args().collect(),
+            packed_weight_bytes: ropescope::scan::DEFAULT_PACKED_WEIGHT_BYTES,
         };
         let done = ropescope::scan::run(&req, &out, &NoProgress)?;
         Ok((done.text, done.warnings))

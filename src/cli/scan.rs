@@ -57,6 +57,10 @@ pub struct Args {
     /// `ropescope merge` (`fixtures/scan/SHARDS.md`).
     #[arg(long, value_name = "K/N")]
     shard: Option<crate::scan::shard::Shard>,
+    /// Memory (MiB) for weight matrices kept dequantized and packed between the scan's passes, the first
+    /// layers' first; 0 dequantizes every weight tile in every product. No result depends on it.
+    #[arg(long, value_name = "MIB", default_value_t = scan::DEFAULT_PACKED_WEIGHT_BYTES >> 20)]
+    packed_weights: usize,
     /// Hide the progress bars.
     #[arg(long)]
     quiet: bool,
@@ -81,6 +85,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         shard: args.shard,
         force: args.force,
         command: std::env::args().collect(),
+        packed_weight_bytes: args.packed_weights.checked_mul(1 << 20).ok_or_else(|| {
+            crate::Error::parameter(
+                "packed-weights",
+                "is more memory than this machine can address",
+            )
+        })?,
     };
     let done = scan::run(&req, &args.out, &Bars::new(args.quiet))?;
     print_summary(&done);

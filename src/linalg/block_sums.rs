@@ -23,8 +23,11 @@
 //! rounding everywhere; `mul_add` is a software one where the CPU has none), so all of them give the same
 //! bits; only the register-tile shape differs, and it does not change any element's operations.
 
-use super::Isa;
+use super::{weight_tiles, Isa};
 use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// Inner indices per f32 block sum, and the f32 cache block of the inner dimension.
 pub const BLOCK: usize = 128;
@@ -88,6 +91,9 @@ pub trait BlockElement: Copy + Default + Send + Sync + 'static {
 
     /// Runs `f` on the calling thread's [`Scratch`] for this type, kept between products.
     fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R;
+
+    /// This type's slot of `cache`.
+    fn slot(cache: &PanelCache) -> &OnceLock<Option<Panels<Self>>>;
 }
 
 impl BlockElement for f32 {
@@ -114,6 +120,9 @@ impl BlockElement for f32 {
         }
         SCRATCH.with_borrow_mut(f)
     }
+    fn slot(cache: &PanelCache) -> &OnceLock<Option<Panels<f32>>> {
+        &cache.f32
+    }
 }
 
 impl BlockElement for f64 {
@@ -139,6 +148,9 @@ impl BlockElement for f64 {
             static SCRATCH: std::cell::RefCell<Scratch<f64>> = std::cell::RefCell::default();
         }
         SCRATCH.with_borrow_mut(f)
+    }
+    fn slot(cache: &PanelCache) -> &OnceLock<Option<Panels<f64>>> {
+        &cache.f64
     }
 }
 
@@ -176,6 +188,130 @@ pub fn pack_activations<T: BlockElement>(x: &[T], rows: usize, k: usize) -> Vec<
     out
 }
 
+/// A whole weight (`n × k`) packed once into the panels that `isa`'s kernel multiplies, for a weight multiplied
+/// many times: [`tile_product`] packs a tile's panels on every call, [`panels_product`] reads these.
+pub struct Panels<T> {
+    isa: Isa,
+    n: usize,
+    k: usize,
+    /// Panel `j` (weight rows `j · NR..(j + 1) · NR`, the last padded with zero rows) at
+    /// `data[start + j · k · NR..]`, stored index by index as [`tile_product`] packs a tile; `start` puts the
+    /// panels on a cache line.
+    data: Vec<T>,
+    start: usize,
+}
+
+impl<T: BlockElement> Panels<T> {
+    /// Bytes the panels of an `n × k` weight take for `isa`'s kernel.
+    pub fn bytes(isa: Isa, n: usize, k: usize) -> usize {
+        let width = panel_width::<T>(isa);
+        (n.div_ceil(width) * width * k + 64) * std::mem::size_of::<T>()
+    }
+
+    /// The `n × k` weight whose rows `fill(r0..r1, buf)` writes (row-major, `k` each), packed for `isa`, in
+    /// parallel over the tiles of [`weight_tiles`]. Panics if `isa` is not available on this CPU.
+    pub fn pack(
+        isa: Isa,
+        n: usize,
+        k: usize,
+        fill: impl Fn(Range<usize>, &mut [T]) + Sync,
+    ) -> Self {
+        assert!(isa.is_available(), "{isa} is not available on this CPU");
+        let (width, line) = (panel_width::<T>(isa), 64 / std::mem::size_of::<T>());
+        let len = n.div_ceil(width) * width * k;
+        let mut data = vec![T::default(); len + line];
+        let start = data.as_ptr().align_offset(64).min(line);
+        let mut panels: Vec<&mut [T]> = Vec::new();
+        let mut rest = &mut data[start..start + len];
+        for tile in weight_tiles(n, width) {
+            let (head, tail) = rest.split_at_mut(tile.len().div_ceil(width) * width * k);
+            panels.push(head);
+            rest = tail;
+        }
+        weight_tiles(n, width).into_par_iter().zip(panels).for_each(|(tile, out)| {
+            // Once per weight: a buffer of its own.
+            let mut w = vec![T::default(); tile.len() * k];
+            fill(tile.clone(), &mut w);
+            pack_into(isa, &w, tile.len(), k, out);
+        });
+        Self { isa, n, k, data, start }
+    }
+
+    /// The weight's rows.
+    pub fn rows(&self) -> usize {
+        self.n
+    }
+
+    /// The weight's columns.
+    pub fn cols(&self) -> usize {
+        self.k
+    }
+
+    /// The instruction set whose kernel the panels are packed for.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// The panels of weight rows `rows`, which start on a panel.
+    fn of_rows(&self, rows: Range<usize>) -> &[T] {
+        let width = panel_width::<T>(self.isa);
+        assert!(rows.start.is_multiple_of(width) && rows.end <= self.n, "rows {rows:?} of panels of {width}");
+        let len = rows.len().div_ceil(width) * width * self.k;
+        &self.data[self.start + rows.start * self.k..][..len]
+    }
+}
+
+/// The packed panels of one weight in each precision, made on first use where a budget shared with other
+/// weights allows ([`PanelCache::get_or_pack`]).
+#[derive(Default)]
+pub struct PanelCache {
+    f32: OnceLock<Option<Panels<f32>>>,
+    f64: OnceLock<Option<Panels<f64>>>,
+}
+
+impl PanelCache {
+    /// The weight's panels in `T` for `isa`: packed on the first call if their [`Panels::bytes`] fit in what is
+    /// left of `budget` (which they then take), else never (`None` on this and every later call).
+    pub fn get_or_pack<T: BlockElement>(
+        &self,
+        isa: Isa,
+        (n, k): (usize, usize),
+        budget: &AtomicUsize,
+        fill: impl Fn(Range<usize>, &mut [T]) + Sync,
+    ) -> Option<&Panels<T>> {
+        T::slot(self)
+            .get_or_init(|| {
+                let bytes = Panels::<T>::bytes(isa, n, k);
+                let taken = budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                    left.checked_sub(bytes)
+                });
+                taken.ok().map(|_| Panels::pack(isa, n, k, fill))
+            })
+            .as_ref()
+            .filter(|p| p.isa == isa && (p.n, p.k) == (n, k))
+    }
+}
+
+/// [`tile_product`] with weight rows `tile` of `panels` (whose first row starts a panel) instead of a tile to
+/// pack: the same bits.
+///
+/// # Safety
+/// As [`tile_product`], for `nc = tile.len()`.
+pub unsafe fn panels_product<T: BlockElement>(
+    packed: &[T],
+    rows: usize,
+    panels: &Panels<T>,
+    tile: Range<usize>,
+    out: *mut T,
+    ldo: usize,
+) {
+    let (isa, k, nc) = (panels.isa, panels.k, tile.len());
+    assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && ldo >= nc);
+    let weights = Weights::Panels(panels.of_rows(tile));
+    // SAFETY: forwarded from the caller; the panels were packed for `isa`, which `Panels::pack` checked.
+    unsafe { dispatch(isa, (packed, rows, k, weights, nc, Out(out), ldo)) }
+}
+
 /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: the product of `rows`
 /// activation rows (`x`, row-major, `k` each, given as `packed` = [`pack_activations`]`(x, rows, k)`) with a
 /// tile of `nc` weight rows (`w`, row-major, `k` each), with the kernel for `isa` (the engine passes
@@ -199,25 +335,49 @@ pub unsafe fn tile_product<T: BlockElement>(
 ) {
     assert!(isa.is_available(), "{isa} is not available on this CPU");
     assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && w.len() >= nc * k && ldo >= nc);
-    T::with_scratch(|scratch| {
-        let args = (packed, rows, k, w, nc, Out(out), ldo, scratch);
-        match isa {
-            // SAFETY (each arm): the instruction set was checked available above; the output is the caller's.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512(args) },
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => unsafe { avx2(args) },
-            #[cfg(target_arch = "aarch64")]
-            Isa::Neon => unsafe { neon(args) },
-            _ => unsafe {
-                if is_f32::<T>() {
-                    product::<T, { PORTABLE_WIDTHS.0 }>(args)
-                } else {
-                    product::<T, { PORTABLE_WIDTHS.1 }>(args)
-                }
-            },
-        }
-    })
+    // SAFETY: the instruction set was checked available above; the output is the caller's.
+    unsafe { dispatch(isa, (packed, rows, k, Weights::Rows(w), nc, Out(out), ldo)) }
+}
+
+/// Runs [`product`] with `isa`'s kernel and the calling thread's buffers.
+///
+/// # Safety
+/// `isa` must be available on this CPU; `args`' output as in [`tile_product`].
+unsafe fn dispatch<T: BlockElement>(isa: Isa, args: Args<T>) {
+    match isa {
+        // SAFETY (each arm): forwarded from the caller.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { avx512(args) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { avx2(args) },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => unsafe { neon(args) },
+        _ => unsafe {
+            if is_f32::<T>() {
+                product::<T, { PORTABLE_WIDTHS.0 }>(args)
+            } else {
+                product::<T, { PORTABLE_WIDTHS.1 }>(args)
+            }
+        },
+    }
+}
+
+/// The weight of a [`tile_product`]: rows to pack, or a tile of [`Panels`].
+#[derive(Clone, Copy)]
+enum Weights<'a, T> {
+    Rows(&'a [T]),
+    Panels(&'a [T]),
+}
+
+/// Packs the `nc × k` weight rows `w` into `out` as [`pack_weights`] does for `isa`'s kernel.
+fn pack_into<T: BlockElement>(isa: Isa, w: &[T], nc: usize, k: usize, out: &mut [T]) {
+    match panel_width::<T>(isa) {
+        32 => pack_rows::<T, 32>(w, nc, k, out),
+        24 => pack_rows::<T, 24>(w, nc, k, out),
+        16 => pack_rows::<T, 16>(w, nc, k, out),
+        8 => pack_rows::<T, 8>(w, nc, k, out),
+        width => unreachable!("no kernel has panels of {width}"),
+    }
 }
 
 /// The output of [`tile_product`], valid for writes at `r · ldo + c` for `r < rows`, `c < nc`.
@@ -225,16 +385,7 @@ pub unsafe fn tile_product<T: BlockElement>(
 struct Out<T>(*mut T);
 
 /// The arguments of [`tile_product`] after its checks.
-type Args<'a, T> = (
-    &'a [T],
-    usize,
-    usize,
-    &'a [T],
-    usize,
-    Out<T>,
-    usize,
-    &'a mut Scratch<T>,
-);
+type Args<'a, T> = (&'a [T], usize, usize, Weights<'a, T>, usize, Out<T>, usize);
 
 /// [`product`] compiled for AVX-512F: register tiles of 6 × 32 in f32 (12 of the 32 vector registers) and
 /// 6 × 24 in f64 (18: with 12, the f64 kernel ran 4% slower).
@@ -293,9 +444,25 @@ unsafe fn neon<T: BlockElement>(args: Args<T>) {
 /// # Safety
 /// `args`' output as in [`tile_product`].
 #[inline(always)]
-unsafe fn product<T: BlockElement, const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args<T>) {
+unsafe fn product<T: BlockElement, const NR: usize>((packed, rows, k, w, nc, out, ldo): Args<T>) {
+    // SAFETY: forwarded from the caller.
+    T::with_scratch(|s| unsafe { product_in::<T, NR>((packed, rows, k, w, nc, out, ldo), s) })
+}
+
+/// [`product`] with the thread's buffers `s`.
+///
+/// # Safety
+/// `args`' output as in [`tile_product`].
+#[inline(always)]
+unsafe fn product_in<T: BlockElement, const NR: usize>(
+    (packed, rows, k, w, nc, out, ldo): Args<T>,
+    s: &mut Scratch<T>,
+) {
     let panels = nc.div_ceil(NR);
-    let weights = pack_weights::<T, NR>(w, nc, k, &mut s.weights);
+    let weights = match w {
+        Weights::Rows(w) => pack_weights::<T, NR>(w, nc, k, &mut s.weights),
+        Weights::Panels(p) => p,
+    };
     if k == 0 {
         for r in 0..rows {
             // SAFETY: row `r`'s `nc` elements are the caller's output.
@@ -479,6 +646,14 @@ fn pack_weights<'a, T: BlockElement, const NR: usize>(
     }
     let skip = buf.as_ptr().align_offset(64).min(line - 1);
     let out = &mut buf[skip..skip + len];
+    pack_rows::<T, NR>(w, nc, k, out);
+    out
+}
+
+/// Writes the `nc × k` weight rows `w` into `out` (`nc.div_ceil(NR) · k · NR` long) as panels of `NR` weight
+/// rows ([`pack_weights`]' layout), the last padded with zero rows.
+#[inline(always)]
+fn pack_rows<T: BlockElement, const NR: usize>(w: &[T], nc: usize, k: usize, out: &mut [T]) {
     if k > 0 {
         // Written in order, a panel row at a time from NR weight rows read side by side: a write per
         // weight row and index would touch a new cache line each time.
@@ -503,7 +678,6 @@ fn pack_weights<'a, T: BlockElement, const NR: usize>(
             }
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -551,10 +725,7 @@ pub(super) mod tests {
         unsafe {
             match isa {
                 Some(isa) => tile_product(isa, &packed, rows, k, w, nc, o, ldo),
-                None => {
-                    let s = &mut Scratch::default();
-                    product::<T, NR>((&packed, rows, k, w, nc, Out(o), ldo, s))
-                }
+                None => product::<T, NR>((&packed, rows, k, Weights::Rows(w), nc, Out(o), ldo)),
             }
         }
         // The columns past `nc` of each row are not the product's: they stay untouched.
@@ -633,6 +804,68 @@ pub(super) mod tests {
                     .all(|(a, b)| a.to_bits() == b.to_bits()));
             }
         }
+    }
+
+    /// Every tile of a weight multiplied from its [`Panels`] against the same tile packed per call, on every
+    /// instruction set: bit for bit.
+    fn panels_are_the_packed_tiles<T: BlockElement>(value: impl Fn(f64) -> T) {
+        // Two blocks of the inner index and a bit; a last tile that does not fill its panel.
+        let (rows, k, n) = (13, 2 * T::BLOCK + 3, 3 * 32 + 5);
+        let x: Vec<T> = values_of(rows * k, 11, 20).map(&value).collect();
+        let w: Vec<T> = values_of(n * k, 12, 20).map(&value).collect();
+        let packed = pack_activations(&x, rows, k);
+        for isa in Isa::available() {
+            let panels = Panels::pack(isa, n, k, |r, buf| buf.copy_from_slice(&w[r.start * k..r.end * k]));
+            assert_eq!((panels.rows(), panels.cols(), panels.isa()), (n, k, isa));
+            assert!(panels.data.len() * std::mem::size_of::<T>() <= Panels::<T>::bytes(isa, n, k));
+            for tile in weight_tiles(n, panel_width::<T>(isa)) {
+                let (mut want, mut got) = (vec![T::default(); rows * n], vec![T::default(); rows * n]);
+                let wt = &w[tile.start * k..tile.end * k];
+                // SAFETY: each output holds `rows × n`, the tile's columns start at `tile.start < n`.
+                unsafe {
+                    let at = tile.start;
+                    tile_product(isa, &packed, rows, k, wt, tile.len(), want.as_mut_ptr().add(at), n);
+                    panels_product(&packed, rows, &panels, tile.clone(), got.as_mut_ptr().add(at), n);
+                }
+                let bits = |v: &[T]| v.iter().map(|x| x.widen().to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{isa}, rows {tile:?}");
+                assert!(got.iter().any(|v| v.widen() != 0.0));
+            }
+        }
+    }
+
+    #[test]
+    fn panels_packed_once_give_the_bits_of_tiles_packed_per_call() {
+        panels_are_the_packed_tiles::<f32>(|v| v as f32);
+        panels_are_the_packed_tiles::<f64>(|v| v);
+    }
+
+    #[test]
+    fn a_cache_packs_within_its_budget_once_and_never_beyond_it() {
+        let (n, k, isa) = (40, 9, Isa::best());
+        let w: Vec<f32> = values_of(n * k, 5, 16).map(|v| v as f32).collect();
+        let fills = AtomicUsize::new(0);
+        let fill = |r: Range<usize>, buf: &mut [f32]| {
+            fills.fetch_add(1, Ordering::Relaxed);
+            buf.copy_from_slice(&w[r.start * k..r.end * k]);
+        };
+        let bytes = Panels::<f32>::bytes(isa, n, k);
+        // One byte short: never packed, nothing taken, and not tried again when the budget grows.
+        let (short, cache) = (AtomicUsize::new(bytes - 1), PanelCache::default());
+        assert!(cache.get_or_pack(isa, (n, k), &short, fill).is_none());
+        short.fetch_add(1, Ordering::Relaxed);
+        assert!(cache.get_or_pack(isa, (n, k), &short, fill).is_none());
+        assert_eq!((short.load(Ordering::Relaxed), fills.load(Ordering::Relaxed)), (bytes, 0));
+        // Enough: packed on the first call, which takes its bytes, and only then.
+        let (budget, cache) = (AtomicUsize::new(bytes + 7), PanelCache::default());
+        assert!(cache.get_or_pack(isa, (n, k), &budget, fill).is_some());
+        let tiles = fills.load(Ordering::Relaxed);
+        assert_eq!((budget.load(Ordering::Relaxed), tiles), (7, weight_tiles(n, panel_width::<f32>(isa)).len()));
+        let again = cache.get_or_pack(isa, (n, k), &budget, fill).expect("kept");
+        assert_eq!((again.rows(), fills.load(Ordering::Relaxed)), (n, tiles));
+        // Each precision has its own panels; a shape the panels are not of gets none.
+        assert!(cache.get_or_pack::<f64>(isa, (n, k), &budget, |_, _| {}).is_none());
+        assert!(cache.get_or_pack(isa, (n + 1, k), &budget, fill).is_none());
     }
 
     #[test]

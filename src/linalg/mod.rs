@@ -207,9 +207,24 @@ pub(crate) fn with_thread_buffer<T: Copy + Default, R>(
     })
 }
 
-/// A weight that [`matmul_transb_many`] produces tile by tile: `n` rows of `k` values, and `fill(r0..r1, buf)`,
-/// which must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
-pub type TileFill<'a, T> = (usize, &'a (dyn Fn(std::ops::Range<usize>, &mut [T]) + Sync));
+/// A weight of [`matmul_transb_many`]: `n` rows of `k` values that `fill(r0..r1, buf)` writes (row-major, `k`
+/// each) tile by tile, or [`block_sums::Panels`] packed once.
+pub enum WeightTiles<'a, T> {
+    /// `(n, fill)`.
+    Fill(usize, &'a (dyn Fn(std::ops::Range<usize>, &mut [T]) + Sync)),
+    /// The weight packed for the kernel of [`Isa::best`].
+    Packed(&'a block_sums::Panels<T>),
+}
+
+impl<T: Real> WeightTiles<'_, T> {
+    /// The weight's rows.
+    fn rows(&self) -> usize {
+        match self {
+            WeightTiles::Fill(n, _) => *n,
+            WeightTiles::Packed(p) => p.rows(),
+        }
+    }
+}
 
 /// `x[rows × k] · wᵀ` for a weight `w` (`n × k`, stored as `out × in`, ggml's layout of `y = W x`) that is
 /// produced tile by tile: `fill(r0..r1, buf)` must write weight rows `r0..r1` (row-major, `k` each) into `buf`.
@@ -221,11 +236,11 @@ pub fn matmul_transb_tiles<T: Real>(
     n: usize,
     fill: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
 ) -> Vec<T> {
-    let mut outs = matmul_transb_many(x, rows, k, &[(n, &fill)]);
+    let mut outs = matmul_transb_many(x, rows, k, &[WeightTiles::Fill(n, &fill)]);
     outs.pop().expect("one product")
 }
 
-/// `x[rows × k] · wᵢᵀ` for each weight `wᵢ` of `weights` ([`TileFill`]s, `nᵢ × k` each), as one product: the
+/// `x[rows × k] · wᵢᵀ` for each weight `wᵢ` of `weights` (`nᵢ × k` each), as one product: the
 /// activations packed once, and the tiles of every weight in one parallel loop. Returns the `rows × nᵢ`
 /// products in order. Projections of the same input (a layer's queries, keys and values; the feed-forward
 /// gate and up) computed so pack their input once instead of once each and join the threads once, and the
@@ -239,42 +254,54 @@ pub fn matmul_transb_many<T: Real>(
     x: &[T],
     rows: usize,
     k: usize,
-    weights: &[TileFill<'_, T>],
+    weights: &[WeightTiles<'_, T>],
 ) -> Vec<Vec<T>> {
     assert_eq!(x.len(), rows * k);
+    let isa = Isa::best();
+    for w in weights {
+        if let WeightTiles::Packed(p) = w {
+            assert!(p.isa() == isa && p.cols() == k, "panels of {} × {} for {}", p.rows(), p.cols(), p.isa());
+        }
+    }
     if k == 0 || rows == 0 {
-        return weights.iter().map(|&(n, _)| vec![T::zero(); rows * n]).collect();
+        return weights.iter().map(|w| vec![T::zero(); rows * w.rows()]).collect();
     }
     // Not cleared first: every element is written by exactly one tile's product.
-    let mut outs: Vec<Vec<T>> = weights.iter().map(|&(n, _)| Vec::with_capacity(rows * n)).collect();
-    let isa = Isa::best();
+    let mut outs: Vec<Vec<T>> = weights.iter().map(|w| Vec::with_capacity(rows * w.rows())).collect();
     let unit = block_sums::panel_width::<T>(isa);
     let packed = block_sums::pack_activations(x, rows, k);
     let dsts: Vec<StripOut<T>> = outs.iter_mut().map(|o| StripOut(o.as_mut_ptr())).collect();
     let tiles: Vec<(usize, std::ops::Range<usize>)> = weights
         .iter()
         .enumerate()
-        .flat_map(|(i, &(n, _))| weight_tiles(n, unit).into_iter().map(move |tile| (i, tile)))
+        .flat_map(|(i, w)| weight_tiles(w.rows(), unit).into_iter().map(move |tile| (i, tile)))
         .collect();
     tiles.into_par_iter().for_each(|(i, tile)| {
-        let ((n, fill), (c0, nc)) = (weights[i], (tile.start, tile.len()));
-        T::with_tile_buffer(nc * k, |w| {
-            time(Step::Dequantize, || fill(c0..c0 + nc, w));
-            let dst = &dsts[i];
-            // SAFETY: `packed` holds `rows × k` activations (asserted) and `w` holds `nc × k`; the output view,
-            // columns `c0..c0 + nc` of every row of weight `i`'s `rows × n` buffer with row stride `n`, lies
-            // inside `outs[i]`, and distinct tiles address disjoint columns or distinct buffers, so no two tasks
-            // write the same element and none reads what another writes. `outs` outlives the parallel loop.
-            time(Step::Multiply, || unsafe {
-                block_sums::tile_product(isa, &packed, rows, k, w, nc, dst.0.add(c0), n)
-            });
-        });
-        count_flops(Step::Multiply, 2 * rows * k * nc);
+        let (n, dst) = (weights[i].rows(), &dsts[i]);
+        // SAFETY (both arms): `packed` holds `rows × k` activations (asserted) and the weight tile `nc × k`
+        // values; the output view, columns `c0..c0 + nc` of every row of weight `i`'s `rows × n` buffer with
+        // row stride `n`, lies inside `outs[i]`, and distinct tiles address disjoint columns or distinct
+        // buffers, so no two tasks write the same element and none reads what another writes. `outs` outlives
+        // the parallel loop.
+        match &weights[i] {
+            WeightTiles::Fill(_, fill) => T::with_tile_buffer(tile.len() * k, |w| {
+                time(Step::Dequantize, || fill(tile.clone(), w));
+                time(Step::Multiply, || unsafe {
+                    let at = dst.0.add(tile.start);
+                    block_sums::tile_product(isa, &packed, rows, k, w, tile.len(), at, n)
+                });
+            }),
+            WeightTiles::Packed(p) => time(Step::Multiply, || unsafe {
+                let at = dst.0.add(tile.start);
+                block_sums::panels_product(&packed, rows, p, tile.clone(), at, n)
+            }),
+        }
+        count_flops(Step::Multiply, 2 * rows * k * tile.len());
     });
-    for (out, &(n, _)) in outs.iter_mut().zip(weights) {
+    for (out, w) in outs.iter_mut().zip(weights) {
         // SAFETY: the tiles of each weight cover its columns `0..n` (`weight_tiles`), and each tile's product
         // wrote its columns of every row.
-        unsafe { out.set_len(rows * n) };
+        unsafe { out.set_len(rows * w.rows()) };
     }
     outs
 }
@@ -338,18 +365,18 @@ mod tests {
             .iter()
             .map(|w| move |r: std::ops::Range<usize>, buf: &mut [f32]| buf.copy_from_slice(&w[r.start * k..r.end * k]))
             .collect();
-        let tiles: Vec<TileFill<'_, f32>> = sizes
+        let tiles: Vec<WeightTiles<'_, f32>> = sizes
             .iter()
             .zip(&fills)
-            .map(|(&n, f)| (n, f as &(dyn Fn(std::ops::Range<usize>, &mut [f32]) + Sync)))
+            .map(|(&n, f)| WeightTiles::Fill(n, f as &(dyn Fn(std::ops::Range<usize>, &mut [f32]) + Sync)))
             .collect();
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let together = matmul_transb_many(&x, rows, k, &tiles);
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         let single = one.install(|| matmul_transb_many(&x, rows, k, &tiles));
         assert_eq!(together.len(), sizes.len());
-        for (i, &(n, fill)) in tiles.iter().enumerate() {
-            let alone = matmul_transb_tiles(&x, rows, k, n, fill);
+        for (i, (&n, w)) in sizes.iter().zip(&weights).enumerate() {
+            let alone = matmul_transb_tiles(&x, rows, k, n, |r, buf| buf.copy_from_slice(&w[r.start * k..r.end * k]));
             assert_eq!(together[i].len(), rows * n);
             assert_eq!(bits(&together[i]), bits(&alone), "weight {i}");
             assert_eq!(bits(&single[i]), bits(&alone), "weight {i}, one thread");
@@ -362,7 +389,8 @@ mod tests {
         // No rows or no inner index: zeros of the right shapes.
         let empty = matmul_transb_many(&x[..0], 0, k, &tiles);
         assert!(empty.iter().all(Vec::is_empty));
-        let no_inner = matmul_transb_many(&[], 3, 0, &[(2, &|_: std::ops::Range<usize>, _: &mut [f32]| {})]);
+        let nothing = |_: std::ops::Range<usize>, _: &mut [f32]| {};
+        let no_inner = matmul_transb_many(&[], 3, 0, &[WeightTiles::Fill(2, &nothing)]);
         assert_eq!(no_inner, vec![vec![0.0; 6]]);
     }
 

@@ -16,8 +16,9 @@
 use super::arithmetic::Arithmetic;
 use crate::error::{Error, Result};
 use crate::gguf::TensorData;
+use crate::linalg::block_sums::PanelCache;
 use crate::linalg::{
-    matmul_transb_many, matmul_transb_tiles, weight_tiles, with_thread_buffer, StripOut, TileFill,
+    matmul_transb_many, matmul_transb_tiles, weight_tiles, with_thread_buffer, Isa, StripOut, WeightTiles,
 };
 use crate::numeric::Real;
 use crate::profile::{count_flops, time, Step};
@@ -26,6 +27,8 @@ use crate::quant::q8::{Q8Rounding, Q8Rows};
 use crate::quant::{Dequantizer, GgmlType};
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// A `rows × cols` weight matrix `W` of `y = W x`, row-major, in its file encoding.
 #[derive(Clone)]
@@ -36,6 +39,31 @@ pub struct WeightMatrix {
     cols: usize,
     row_bytes: usize,
     arithmetic: Arithmetic,
+    /// The matrix dequantized and packed for the product kernel, kept where `budget` allowed it.
+    panels: Arc<PanelCache>,
+    /// Bytes left for packed matrices, shared with the matrices of the same model ([`PanelBudget`]).
+    budget: PanelBudget,
+}
+
+/// Memory for weight matrices kept dequantized and packed for the product kernel between products, shared by
+/// the matrices given it ([`WeightMatrix::sharing`]). A matrix is packed at its first exact product if its
+/// packed size fits in what is left, and then multiplies from its packing without dequantizing tiles again:
+/// the same bits at less work, for runs of many passes (a scan). Zero (the default) keeps every matrix in its
+/// file encoding.
+#[derive(Clone, Debug, Default)]
+pub struct PanelBudget(Arc<AtomicUsize>);
+
+impl PanelBudget {
+    /// Allows `bytes` more of packed matrices.
+    pub fn grant(&self, bytes: usize) {
+        self.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes not yet taken.
+    #[cfg(test)]
+    fn left(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for WeightMatrix {
@@ -80,7 +108,18 @@ impl WeightMatrix {
             cols,
             row_bytes,
             arithmetic: Arithmetic::Exact,
+            panels: Arc::default(),
+            budget: PanelBudget::default(),
         })
+    }
+
+    /// This matrix drawing its packing from `budget` ([`PanelBudget`]), not yet packed.
+    pub fn sharing(self, budget: &PanelBudget) -> Self {
+        Self {
+            budget: budget.clone(),
+            panels: Arc::default(),
+            ..self
+        }
     }
 
     /// This matrix multiplied with `arithmetic` (`name` for errors). Errors when llama.cpp's arithmetic for
@@ -130,6 +169,8 @@ impl WeightMatrix {
                         .data
                         .slice(start * self.row_bytes..(start + n) * self.row_bytes),
                     rows: n,
+                    // A part is packed on its own.
+                    panels: Arc::default(),
                     ..self.clone()
                 };
                 start += n;
@@ -183,10 +224,17 @@ impl WeightMatrix {
                 move |r: Range<usize>, buf: &mut [T]| m.dequantize_rows(r, buf)
             })
             .collect();
-        let tiles: Vec<TileFill<'_, T>> = joint
+        let tiles: Vec<WeightTiles<'_, T>> = joint
             .iter()
             .zip(&fills)
-            .map(|(&i, fill)| (products[i].0.rows, fill as &(dyn Fn(Range<usize>, &mut [T]) + Sync)))
+            .map(|(&i, fill)| {
+                let m = products[i].0;
+                let shape = (m.rows, m.cols);
+                match m.panels.get_or_pack(Isa::best(), shape, &m.budget.0, fill) {
+                    Some(panels) => WeightTiles::Packed(panels),
+                    None => WeightTiles::Fill(m.rows, fill as &(dyn Fn(Range<usize>, &mut [T]) + Sync)),
+                }
+            })
             .collect();
         let mut ys: Vec<Option<Vec<T>>> = vec![None; products.len()];
         for (&i, y) in joint.iter().zip(matmul_transb_many(x, n, cols, &tiles)) {
@@ -308,6 +356,7 @@ thread_local! {
 mod tests {
     use super::*;
     use crate::gguf::{GgufFile, GgufWriter};
+    use crate::linalg::block_sums::Panels;
 
     const COLS: usize = 64;
 
@@ -340,6 +389,38 @@ mod tests {
     fn matrix(f: &GgufFile, rows: usize) -> WeightMatrix {
         let info = f.tensor("w").unwrap();
         WeightMatrix::new("w", f.tensor_data(info), GgmlType::Q8_0, rows, COLS).unwrap()
+    }
+
+    #[test]
+    fn matrices_kept_packed_within_a_shared_budget_give_the_same_bits() {
+        let (rows, n) = (70, 5);
+        let f = file(rows);
+        let x: Vec<f32> = (0..n * COLS).map(|i| ((i * 13) % 29) as f32 / 7.0 - 2.0).collect();
+        let plain = matrix(&f, rows);
+        let parts = plain.split_rows(&[40, 30], "w").unwrap();
+        let want: Vec<Vec<f32>> = parts.iter().map(|p| p.apply(&x, n, None)).collect();
+        let whole = plain.apply(&x, n, None);
+        // Room for the first part only: it is packed at its first product, the second is not.
+        let bytes = |r| Panels::<f32>::bytes(Isa::best(), r, COLS);
+        let budget = PanelBudget::default();
+        budget.grant(bytes(40) + bytes(30) - 1);
+        let shared: Vec<WeightMatrix> = plain
+            .clone()
+            .sharing(&budget)
+            .split_rows(&[40, 30], "w")
+            .unwrap();
+        let products: Vec<_> = shared.iter().map(|m| (m, None)).collect();
+        for _ in 0..2 {
+            let got = WeightMatrix::apply_all(&products, &x, n);
+            assert_eq!(got, want);
+            assert_eq!(budget.left(), bytes(30) - 1);
+        }
+        // The unsplit matrix has panels of its own (and the budget has no room for them); a clone shares them.
+        let whole_shared = plain.sharing(&budget);
+        budget.grant(bytes(rows));
+        assert_eq!(whole_shared.clone().apply(&x, n, None), whole);
+        assert_eq!(budget.left(), bytes(30) - 1);
+        assert_eq!(whole_shared.apply(&x, n, None), whole);
     }
 
     #[test]

@@ -105,6 +105,16 @@ impl<T: Real> Model<T> {
         Ok(Self { config, weights })
     }
 
+    /// Lets the model keep up to `bytes` more of its weight matrices dequantized and packed for the product
+    /// kernel between passes, each from its first exact product on, in the order the passes first use them
+    /// (the first layers' first; the output head after every layer). Every result is the same bits: what changes
+    /// is that a kept matrix is not dequantized and packed again by each product (about a twentieth of a
+    /// pass's time), at its size in `T` in memory (SmolLM2-135M's 30 layers: 425 MB in f32). For runs of many
+    /// passes, such as a scan.
+    pub fn keep_packed_weights(&self, bytes: usize) {
+        self.weights.panel_budget.grant(bytes);
+    }
+
     /// The weights (token embeddings, per-layer projections), for analyses of the weights themselves.
     pub(crate) fn weights(&self) -> &Weights<T> {
         &self.weights

@@ -7,7 +7,7 @@
 
 use super::arithmetic::Arithmetic;
 use super::config::{FeedForward, ModelConfig, Norm, QkNorm, Residual};
-use super::matrix::WeightMatrix;
+use super::matrix::{PanelBudget, WeightMatrix};
 use super::ops;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo};
@@ -207,12 +207,15 @@ pub struct Weights<T> {
     pub output_bias: Option<Vec<T>>,
     /// Per-layer inputs (Gemma 4).
     pub per_layer_inputs: Option<PerLayerInputs<T>>,
+    /// Memory for the matrices kept packed between products, shared by all of them (none at load).
+    pub panel_budget: PanelBudget,
 }
 
 /// Reads tensors of one file, checking shapes.
 struct Loader<'a> {
     file: &'a GgufFile,
     arithmetic: Arithmetic,
+    budget: PanelBudget,
 }
 
 impl Loader<'_> {
@@ -285,8 +288,9 @@ impl Loader<'_> {
     /// A weight matrix `out × in` (ggml dims `[in, out]`), left in the file's encoding.
     fn matrix(&self, name: &str, out: usize, inp: usize) -> Result<WeightMatrix> {
         let info = self.checked(name, &[inp, out])?;
-        WeightMatrix::new(name, self.file.tensor_data(info), info.ty, out, inp)?
-            .with_arithmetic(self.arithmetic, name)
+        Ok(WeightMatrix::new(name, self.file.tensor_data(info), info.ty, out, inp)?
+            .with_arithmetic(self.arithmetic, name)?
+            .sharing(&self.budget))
     }
 
     /// The `n` experts' `out × in` matrices of a 3-D tensor (ggml dims `[in, out, n]`: expert `e`'s rows follow
@@ -300,6 +304,7 @@ impl Loader<'_> {
         })?;
         WeightMatrix::new(name, self.file.tensor_data(info), info.ty, rows, inp)?
             .with_arithmetic(self.arithmetic, name)?
+            .sharing(&self.budget)
             .split_rows(&vec![out; n], name)
     }
 
@@ -553,6 +558,7 @@ impl<T: Real> Weights<T> {
         let ld = Loader {
             file,
             arithmetic: c.arithmetic,
+            budget: PanelBudget::default(),
         };
         let layers = (0..c.n_layers)
             .map(|i| load_layer(&ld, c, i))
@@ -582,6 +588,7 @@ impl<T: Real> Weights<T> {
                 }
                 None => None,
             },
+            panel_budget: ld.budget.clone(),
         })
     }
 }

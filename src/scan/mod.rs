@@ -30,6 +30,8 @@ internal_mod! {
 #[cfg(feature = "internals")]
 pub use analyse::{analyse, GivenReport, ScanOutcome, Streamed};
 pub use params::{Analysis, ScanParams};
-pub use pipeline::{merge, run, MergeRequest, ScanRequest, ScanSummary};
+pub use pipeline::{
+    merge, run, MergeRequest, ScanRequest, ScanSummary, DEFAULT_PACKED_WEIGHT_BYTES,
+};
 pub use progress::{NoProgress, Progress};
 pub use shard::Shard;

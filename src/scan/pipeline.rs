@@ -48,7 +48,13 @@ pub struct ScanRequest {
     pub force: bool,
     /// The command that asked for the scan, argument by argument, recorded in `meta.json`.
     pub command: Vec<String>,
+    /// Memory for weight matrices kept dequantized and packed between the scan's passes
+    /// ([`Model::keep_packed_weights`]; [`DEFAULT_PACKED_WEIGHT_BYTES`]); no result depends on it.
+    pub packed_weight_bytes: usize,
 }
+
+/// Default of [`ScanRequest::packed_weight_bytes`]: 1 GiB, every layer of SmolLM2-135M and Gemma 3 270M in f32.
+pub const DEFAULT_PACKED_WEIGHT_BYTES: usize = 1 << 30;
 
 impl ScanRequest {
     /// A scan of `model` with the built-in prompts and every default.
@@ -63,6 +69,7 @@ impl ScanRequest {
             shard: None,
             force: false,
             command: Vec::new(),
+            packed_weight_bytes: DEFAULT_PACKED_WEIGHT_BYTES,
         }
     }
 
@@ -141,6 +148,7 @@ fn run_in<T: Real>(
     staged: StagedDir,
 ) -> Result<ScanSummary> {
     let model = Model::<T>::load_with(file, req.arithmetic).context("loading the model")?;
+    model.keep_packed_weights(req.packed_weight_bytes);
     let params = &req.params;
     let natural = natural_set(req, file, &model)?;
     let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);
