@@ -9,9 +9,9 @@
 //! block sums) and through faer: one parallel product on the rayon pool, and sequential products per engine
 //! tile (what the engine would run to keep its results independent of the thread count). Each rate is the
 //! median of several runs. Then the projections that read one input (a layer's queries, keys and values; the
-//! feed-forward gate and up) with quantized weights, multiplied one after another (`WeightMatrix::apply`) and as
-//! one product (`WeightMatrix::apply_all`, as the engine runs them), in alternating runs: their medians and
-//! the ratio of the times.
+//! feed-forward gate and up) with quantized weights, multiplied one after another (`WeightMatrix::apply`), as
+//! one product (`WeightMatrix::apply_all`, as the engine runs them), and as one product of the matrices kept
+//! packed (as a scan keeps them, `Model::keep_packed_weights`), in alternating runs: medians and time ratios.
 //!
 //! `cargo bench --bench kernels` (add `-- f32` or `-- f64` for one precision; threads: `RAYON_NUM_THREADS`).
 
@@ -20,7 +20,7 @@ use ropescope::gguf::{GgufFile, GgufWriter};
 use ropescope::linalg::{
     block_sums, matmul_transb_tiles, peak::fma_peak_gflops, weight_tiles, Isa,
 };
-use ropescope::model::matrix::WeightMatrix;
+use ropescope::model::matrix::{PanelBudget, WeightMatrix};
 use ropescope::numeric::Real;
 use ropescope::quant::GgmlType;
 use std::time::Instant;
@@ -267,11 +267,13 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
 /// The [`JOINT`] products apart and together: medians of alternating runs, GFLOP/s and the ratio of times.
 fn joint<T: Real>() {
     println!(
-        "\n{}: projections of one input, apart and as one product",
+        "\n{}: projections of one input, apart, as one product, and as one product of packed matrices",
         T::NAME
     );
-    println!("| products | apart GFLOP/s | together GFLOP/s | together ÷ apart (time) |");
-    println!("|---|---|---|---|");
+    println!(
+        "| products | apart GFLOP/s | together GFLOP/s | together ÷ apart (time) | together, packed once | ÷ apart |"
+    );
+    println!("|---|---|---|---|---|---|");
     for (label, k, sizes, ty) in JOINT {
         let x: Vec<T> = (0..ROWS * k).map(|i| T::of_f32(noise(i))).collect();
         let files: Vec<_> = sizes.iter().map(|&n| quant_weight(n, k, ty)).collect();
@@ -285,8 +287,14 @@ fn joint<T: Real>() {
             .collect();
         let products: Vec<(&WeightMatrix, Option<&[T]>)> =
             weights.iter().map(|w| (w, None)).collect();
+        // The same matrices kept packed (the budget has room for all).
+        let budget = PanelBudget::default();
+        budget.grant(usize::MAX / 2);
+        let kept: Vec<WeightMatrix> = weights.iter().map(|w| w.clone().sharing(&budget)).collect();
+        let kept_products: Vec<(&WeightMatrix, Option<&[T]>)> =
+            kept.iter().map(|w| (w, None)).collect();
         let flops = 2.0 * (ROWS * k * sizes.iter().sum::<usize>()) as f64;
-        let (mut apart, mut together) = (Vec::new(), Vec::new());
+        let (mut apart, mut together, mut packed) = (Vec::new(), Vec::new(), Vec::new());
         for run in 0..=JOINT_RUNS {
             let start = Instant::now();
             let ys: Vec<Vec<T>> = weights.iter().map(|w| w.apply(&x, ROWS, None)).collect();
@@ -294,23 +302,34 @@ fn joint<T: Real>() {
             let start = Instant::now();
             let joint = WeightMatrix::apply_all(&products, &x, ROWS);
             let t_together = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let from_panels = WeightMatrix::apply_all(&kept_products, &x, ROWS);
+            let t_packed = start.elapsed().as_secs_f64();
             assert_eq!(ys, joint, "the same products");
-            // The first run warms up.
+            assert_eq!(ys, from_panels, "the same products from panels");
+            // The first run warms up (and packs).
             if run > 0 {
                 apart.push(t_apart);
                 together.push(t_together);
+                packed.push(t_packed);
             }
         }
         let median = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let (a, t) = (median(&mut apart), median(&mut together));
+        let (a, t, p) = (
+            median(&mut apart),
+            median(&mut together),
+            median(&mut packed),
+        );
         println!(
-            "| {label} | {:.1} | {:.1} | {:.3} |",
+            "| {label} | {:.1} | {:.1} | {:.3} | {:.1} | {:.3} |",
             flops / a / 1e9,
             flops / t / 1e9,
-            t / a
+            t / a,
+            flops / p / 1e9,
+            p / a
         );
     }
 }

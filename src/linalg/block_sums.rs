@@ -309,7 +309,7 @@ pub unsafe fn panels_product<T: BlockElement>(
     assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && ldo >= nc);
     let weights = Weights::Panels(panels.of_rows(tile));
     // SAFETY: forwarded from the caller; the panels were packed for `isa`, which `Panels::pack` checked.
-    unsafe { dispatch(isa, (packed, rows, k, weights, nc, Out(out), ldo)) }
+    T::with_scratch(|s| unsafe { dispatch(isa, (packed, rows, k, weights, nc, Out(out), ldo, s)) })
 }
 
 /// `out[r · ldo + c] = Σ_p x[r · k + p] · w[c · k + p]` for `r < rows`, `c < nc`: the product of `rows`
@@ -335,11 +335,14 @@ pub unsafe fn tile_product<T: BlockElement>(
 ) {
     assert!(isa.is_available(), "{isa} is not available on this CPU");
     assert!(packed.len() >= rows.div_ceil(STRIP) * k * STRIP && w.len() >= nc * k && ldo >= nc);
+    let weights = Weights::Rows(w);
     // SAFETY: the instruction set was checked available above; the output is the caller's.
-    unsafe { dispatch(isa, (packed, rows, k, Weights::Rows(w), nc, Out(out), ldo)) }
+    T::with_scratch(|s| unsafe { dispatch(isa, (packed, rows, k, weights, nc, Out(out), ldo, s)) })
 }
 
-/// Runs [`product`] with `isa`'s kernel and the calling thread's buffers.
+/// Runs [`product`] with `isa`'s kernel. The kernel is compiled inside the instruction set's function: a
+/// closure called from there would not inherit its instruction sets (its fused multiply-adds became calls of
+/// a software `fmaf` where it was not inlined).
 ///
 /// # Safety
 /// `isa` must be available on this CPU; `args`' output as in [`tile_product`].
@@ -385,7 +388,16 @@ fn pack_into<T: BlockElement>(isa: Isa, w: &[T], nc: usize, k: usize, out: &mut 
 struct Out<T>(*mut T);
 
 /// The arguments of [`tile_product`] after its checks.
-type Args<'a, T> = (&'a [T], usize, usize, Weights<'a, T>, usize, Out<T>, usize);
+type Args<'a, T> = (
+    &'a [T],
+    usize,
+    usize,
+    Weights<'a, T>,
+    usize,
+    Out<T>,
+    usize,
+    &'a mut Scratch<T>,
+);
 
 /// [`product`] compiled for AVX-512F: register tiles of 6 × 32 in f32 (12 of the 32 vector registers) and
 /// 6 × 24 in f64 (18: with 12, the f64 kernel ran 4% slower).
@@ -444,20 +456,7 @@ unsafe fn neon<T: BlockElement>(args: Args<T>) {
 /// # Safety
 /// `args`' output as in [`tile_product`].
 #[inline(always)]
-unsafe fn product<T: BlockElement, const NR: usize>((packed, rows, k, w, nc, out, ldo): Args<T>) {
-    // SAFETY: forwarded from the caller.
-    T::with_scratch(|s| unsafe { product_in::<T, NR>((packed, rows, k, w, nc, out, ldo), s) })
-}
-
-/// [`product`] with the thread's buffers `s`.
-///
-/// # Safety
-/// `args`' output as in [`tile_product`].
-#[inline(always)]
-unsafe fn product_in<T: BlockElement, const NR: usize>(
-    (packed, rows, k, w, nc, out, ldo): Args<T>,
-    s: &mut Scratch<T>,
-) {
+unsafe fn product<T: BlockElement, const NR: usize>((packed, rows, k, w, nc, out, ldo, s): Args<T>) {
     let panels = nc.div_ceil(NR);
     let weights = match w {
         Weights::Rows(w) => pack_weights::<T, NR>(w, nc, k, &mut s.weights),
@@ -725,7 +724,10 @@ pub(super) mod tests {
         unsafe {
             match isa {
                 Some(isa) => tile_product(isa, &packed, rows, k, w, nc, o, ldo),
-                None => product::<T, NR>((&packed, rows, k, Weights::Rows(w), nc, Out(o), ldo)),
+                None => {
+                    let s = &mut Scratch::default();
+                    product::<T, NR>((&packed, rows, k, Weights::Rows(w), nc, Out(o), ldo, s))
+                }
             }
         }
         // The columns past `nc` of each row are not the product's: they stay untouched.
