@@ -15,6 +15,9 @@ ids of a shorter length are a prefix of those of a longer one) run through:
     ropescope-nocap  the same with `--capture none`: only the logits of every position. Its memory does not grow
                      with T² (attention runs in row blocks), so it is the ropescope side of the long-prompt
                      comparison with llama.cpp.
+    ropescope-packed `ropescope` with `--packed-weights 4096`: every weight matrix dequantized and packed for the
+                     product kernel once, in the warm-up pass, and multiplied from there in the timed passes, as
+                     a scan's passes do and as HF holds its weights dequantized (float32) in memory.
     ropescope-f64    the f64 engine, `bench-forward ... --precision f64`, full capture (as `ropescope`).
     ropescope-ggml   `bench-forward ... --capture none --arithmetic ggml`: f32 in llama.cpp's arithmetic (8-bit
                      activations before each quantized product, integer block dot products), logits only: the
@@ -125,25 +128,28 @@ MODELS = {
     "gemma3-270m": "gemma-3-270m-q4_k_m.gguf",
 }
 IMPLEMENTATIONS = [
-    "ropescope", "ropescope-nocap", "ropescope-ggml", "ropescope-f64", "hf-eager", "hf-f64", "llama.cpp",
+    "ropescope", "ropescope-packed", "ropescope-nocap", "ropescope-ggml", "ropescope-f64", "hf-eager", "hf-f64",
+    "llama.cpp",
 ]
 # (ours, peer): the ratios reported, ours / peer.
 PAIRS = [
     ("ropescope", "hf-eager"),
+    ("ropescope-packed", "hf-eager"),
     ("ropescope", "llama.cpp"),
     ("ropescope-nocap", "llama.cpp"),
     ("ropescope-ggml", "llama.cpp"),
     ("ropescope-f64", "hf-f64"),
 ]
 F64_IMPLEMENTATIONS = {"ropescope-f64", "hf-f64"}
-FULL_CAPTURE = {"ropescope", "ropescope-f64"}
+FULL_CAPTURE = {"ropescope", "ropescope-packed", "ropescope-f64"}
 HF = {"hf-eager", "hf-f64"}
-# ropescope's bench-forward: (capture, precision, arithmetic) of each of its implementations.
+# ropescope's bench-forward: (capture, precision, arithmetic, MiB of packed weights) of each of its implementations.
 ROPESCOPE = {
-    "ropescope": ("full", "f32", "exact"),
-    "ropescope-nocap": ("none", "f32", "exact"),
-    "ropescope-ggml": ("none", "f32", "ggml"),
-    "ropescope-f64": ("full", "f64", "exact"),
+    "ropescope": ("full", "f32", "exact", 0),
+    "ropescope-packed": ("full", "f32", "exact", 4096),
+    "ropescope-nocap": ("none", "f32", "exact", 0),
+    "ropescope-ggml": ("none", "f32", "ggml", 0),
+    "ropescope-f64": ("full", "f64", "exact", 0),
 }
 GEMMA3_GLOBAL_EVERY = 6  # Gemma 3: layers 5, 11, 17, ... are global, the others sliding-window (HF's pattern)
 
@@ -367,13 +373,14 @@ def worker_llama(model_path, ids_path, threads, repeat, ubatch=None):
 WORKERS = {"hf-eager": worker_hf, "hf-f64": worker_hf_f64, "llama.cpp": worker_llama}
 
 
-def run_ropescope(binary, model_path, ids_path, threads, repeat, capture, precision, arithmetic):
+def run_ropescope(binary, model_path, ids_path, threads, repeat, capture, precision, arithmetic, packed_mib):
     cmd = [str(binary), "--threads", str(threads), "bench-forward", str(model_path), "--ids", str(ids_path),
-           "--repeat", str(repeat), "--capture", capture, "--precision", precision, "--arithmetic", arithmetic]
+           "--repeat", str(repeat), "--capture", capture, "--precision", precision, "--arithmetic", arithmetic,
+           "--packed-weights", str(packed_mib)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
-    got = (r["capture"], r["precision"], r["arithmetic"])
-    assert got == (capture, precision, arithmetic), got
+    got = (r["capture"], r["precision"], r["arithmetic"], r["packed_weights_mib"])
+    assert got == (capture, precision, arithmetic, packed_mib), got
     return r
 
 

@@ -44,6 +44,11 @@ pub struct Args {
     /// How the weight products are computed.
     #[arg(long, value_enum, default_value_t = Arithmetic::Exact)]
     arithmetic: Arithmetic,
+    /// Memory (MiB) for weight matrices kept dequantized and packed for the product kernel from the warm-up
+    /// pass on (as a scan keeps them between its passes); 0, the default, dequantizes and packs every weight
+    /// tile in every pass.
+    #[arg(long, value_name = "MIB", default_value_t = 0)]
+    packed_weights: usize,
 }
 
 /// What `bench-forward` prints (one JSON line on stdout).
@@ -58,6 +63,8 @@ struct Report {
     capture: &'static str,
     precision: &'static str,
     arithmetic: &'static str,
+    /// `--packed-weights`.
+    packed_weights_mib: usize,
     tokens: usize,
     threads: usize,
 }
@@ -66,6 +73,13 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
     let start = Instant::now();
     let file = GgufFile::open(&args.model)?;
     let model = Model::<T>::load_with(&file, args.arithmetic)?;
+    let packed = args.packed_weights.checked_mul(1 << 20).ok_or_else(|| {
+        crate::Error::parameter(
+            "packed-weights",
+            "is more memory than this machine can address",
+        )
+    })?;
+    model.keep_packed_weights(packed);
     let load_s = start.elapsed().as_secs_f64();
     model.validate(ids)?;
     let opts = ForwardOptions {
@@ -104,6 +118,7 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
         },
         precision: T::NAME,
         arithmetic: args.arithmetic.name(),
+        packed_weights_mib: args.packed_weights,
         tokens: ids.len(),
         threads: rayon::current_num_threads(),
     })

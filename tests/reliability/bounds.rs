@@ -164,6 +164,23 @@ fn other_counts_are_bounded() {
         2,
         &["--repeat 1000000000000 is out of range: 0 to 1000"],
     );
+    // A limit, never allocated itself: any count of MiB whose bytes an address holds.
+    for command in ["bench-forward", "scan"] {
+        let mut args = vec![command, arg(&m), "--packed-weights", "18446744073709551615"];
+        args.extend(match command {
+            "scan" => ["--out", arg(&out)],
+            _ => ["--ids", "1,2,3"],
+        });
+        assert_refused(
+            &run(&args),
+            2,
+            &[
+                "packed-weights",
+                "more memory than this machine can address",
+            ],
+        );
+    }
+    assert!(!out.exists());
     let r = run(&[
         "train",
         "index",
