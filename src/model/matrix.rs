@@ -415,7 +415,7 @@ mod tests {
             assert_eq!(got, want);
             assert_eq!(budget.left(), bytes(30) - 1);
         }
-        // The unsplit matrix has panels of its own (and the budget has no room for them); a clone shares them.
+        // The unsplit matrix is packed on its own, once: a clone shares its panels.
         let whole_shared = plain.sharing(&budget);
         budget.grant(bytes(rows));
         assert_eq!(whole_shared.clone().apply(&x, n, None), whole);
