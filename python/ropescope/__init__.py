@@ -193,7 +193,7 @@ def _read_json(path):
 
 
 def scan(model, out, analyses="all", length=None, count=None, prompts=(), precision="f32", seed=None,
-         delta_max=None, kappa=None, shard=None, force=False, arithmetic="exact"):
+         delta_max=None, kappa=None, shard=None, force=False, arithmetic="exact", packed_weights=None):
     """Runs a scan (``ropescope scan``) in this process and returns the scan's ``summary.json`` as Python objects (a
     dict: ``heads``, one dict per head with its label and scores, ``slash_dominant``, ``intrinsic``, ``cone``,
     ``warnings``; the repository's ``fixtures/scan/FORMAT.md`` documents every field). The whole directory
@@ -203,7 +203,8 @@ def scan(model, out, analyses="all", length=None, count=None, prompts=(), precis
     Options are the command line's: ``analyses`` (comma-separated or ``"all"``), ``length`` and ``count`` of the
     natural prompts, ``prompts`` (text or ``.npy`` files instead of the built-in texts), ``precision``,
     ``arithmetic`` (as in :class:`Model`), ``seed``, ``delta_max``, ``kappa``. With ``shard=(k, n)`` only shard ``k`` of ``n`` is done and its
-    ``shard.json`` is returned instead; :func:`merge` folds the shards.
+    ``shard.json`` is returned instead; :func:`merge` folds the shards. ``packed_weights``: MiB of weight matrices
+    kept packed between the scan's passes (``--packed-weights``; default 1024); no result depends on it.
     """
     prompts = [prompts] if isinstance(prompts, (str, os.PathLike)) else list(prompts)
     if shard is not None:
@@ -211,7 +212,7 @@ def scan(model, out, analyses="all", length=None, count=None, prompts=(), precis
         shard = (int(k), int(n))
     text, warnings = _scan(os.fspath(model), os.fspath(out), analyses, length, count,
                            [os.fspath(p) for p in prompts], precision, arithmetic, seed, delta_max, kappa, shard,
-                           force)
+                           force, packed_weights)
     _report(text, warnings)
     name = "shard.json" if shard is not None else "summary.json"
     return _read_json(os.path.join(os.fspath(out), name))

@@ -95,7 +95,9 @@ fn arithmetic_of(name: &str) -> Result<Arithmetic, Error> {
     Arithmetic::ALL
         .into_iter()
         .find(|a| a.name() == name)
-        .ok_or_else(|| Error::parameter("arithmetic", format!("'{name}' is not one of exact, ggml")))
+        .ok_or_else(|| {
+            Error::parameter("arithmetic", format!("'{name}' is not one of exact, ggml"))
+        })
 }
 
 /// Loads `path` in `precision` (`f64` or `f32`) and `arithmetic` (`exact` or `ggml`).
@@ -294,9 +296,19 @@ fn scan(
     kappa: Option<f64>,
     shard: Option<(usize, usize)>,
     force: bool,
+    packed_weights: Option<usize>,
 ) -> PyResult<(String, Vec<String>)> {
     let run = || -> Result<(String, Vec<String>), Error> {
         let defaults = ScanParams::default();
+        let packed_weight_bytes = match packed_weights {
+            None => ropescope::scan::DEFAULT_PACKED_WEIGHT_BYTES,
+            Some(mib) => mib.checked_mul(1 << 20).ok_or_else(|| {
+                Error::parameter(
+                    "packed_weights",
+                    "is more memory than this machine can address",
+                )
+            })?,
+        };
         let req = ScanRequest {
             model,
             prompts,
@@ -314,7 +326,7 @@ fn scan(
             shard: shard.map(|(k, n)| Shard::new(k, n)).transpose()?,
             force,
             command: std::env::args().collect(),
-            packed_weight_bytes: ropescope::scan::DEFAULT_PACKED_WEIGHT_BYTES,
+            packed_weight_bytes,
         };
         let done = ropescope::scan::run(&req, &out, &NoProgress)?;
         Ok((done.text, done.warnings))

@@ -12,7 +12,8 @@ OPTIONS = dict(analyses="slash,rank", length=32, count=2)
 
 
 def test_scan_returns_the_summary_the_command_line_writes(model_path, ropescope_bin, tmp_path):
-    summary = rs.scan(model_path, tmp_path / "py", **OPTIONS)
+    # No weights kept packed here, the command line's default there: no output depends on it.
+    summary = rs.scan(model_path, tmp_path / "py", packed_weights=0, **OPTIONS)
     assert len(summary["heads"]) == 30 * 9
     assert {"layer", "head", "label", "slash", "rank"} <= set(summary["heads"][0])
     subprocess.run(
@@ -44,3 +45,7 @@ def test_scan_errors_are_the_command_lines(model_path, tmp_path):
         rs.scan(model_path, tmp_path / "s0", shard=(0, 2), **OPTIONS)
         rs.merge([tmp_path / "s0"], tmp_path / "merged")
     assert e.value.kind == "bad_file"
+    with pytest.raises(rs.RopescopeError, match="packed_weights is more memory than this machine can address") as e:
+        rs.scan(model_path, tmp_path / "big", packed_weights=2**63, **OPTIONS)
+    assert e.value.kind == "argument"
+    assert not os.path.exists(tmp_path / "big")

@@ -75,7 +75,7 @@ fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
     let model = Model::<T>::load_with(&file, args.arithmetic)?;
     let packed = args.packed_weights.checked_mul(1 << 20).ok_or_else(|| {
         crate::Error::parameter(
-            "packed-weights",
+            "packed_weights",
             "is more memory than this machine can address",
         )
     })?;

@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         command: std::env::args().collect(),
         packed_weight_bytes: args.packed_weights.checked_mul(1 << 20).ok_or_else(|| {
             crate::Error::parameter(
-                "packed-weights",
+                "packed_weights",
                 "is more memory than this machine can address",
             )
         })?,
