@@ -58,7 +58,8 @@ pub struct Args {
     #[arg(long, value_name = "K/N")]
     shard: Option<crate::scan::shard::Shard>,
     /// Memory (MiB) for weight matrices kept dequantized and packed between the scan's passes, the first
-    /// layers' first; 0 dequantizes every weight tile in every product. No result depends on it.
+    /// layers' first, and at most half of the memory the pre-flight finds left; 0 dequantizes every weight tile
+    /// in every product. No result depends on it.
     #[arg(long, value_name = "MIB", default_value_t = scan::DEFAULT_PACKED_WEIGHT_BYTES >> 20)]
     packed_weights: usize,
     /// Hide the progress bars.

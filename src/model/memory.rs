@@ -72,6 +72,13 @@ impl<T: Real> Model<T> {
         Ok(())
     }
 
+    /// Bytes of available memory ([`MEMORY_LIMIT_VAR`] or the system's) beyond what [`Model::preflight`]
+    /// counts for a run of `n` tokens keeping `capture_bytes`; `None` when the available memory is not known.
+    pub fn memory_left(&self, n: usize, capture_bytes: u64) -> Result<Option<u64>> {
+        let need = self.activation_bytes(n).saturating_add(capture_bytes);
+        Ok(available_memory()?.map(|avail| avail.saturating_sub(need)))
+    }
+
     /// Working memory of a forward pass over `n` tokens (activations of the widest layer plus attention blocks,
     /// and the residual stream, which is kept in f64; the keys and values other layers reuse are counted in
     /// every layer's share, a bound; a mixture of experts adds [`Model::expert_bytes_per_token`]).

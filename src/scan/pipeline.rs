@@ -49,7 +49,8 @@ pub struct ScanRequest {
     /// The command that asked for the scan, argument by argument, recorded in `meta.json`.
     pub command: Vec<String>,
     /// Memory for weight matrices kept dequantized and packed between the scan's passes
-    /// ([`Model::keep_packed_weights`]; [`DEFAULT_PACKED_WEIGHT_BYTES`]); no result depends on it.
+    /// ([`Model::keep_packed_weights`]; [`DEFAULT_PACKED_WEIGHT_BYTES`]), at most half of the memory the
+    /// pre-flight finds left beside the passes' own; no result depends on it.
     pub packed_weight_bytes: usize,
 }
 
@@ -148,7 +149,6 @@ fn run_in<T: Real>(
     staged: StagedDir,
 ) -> Result<ScanSummary> {
     let model = Model::<T>::load_with(file, req.arithmetic).context("loading the model")?;
-    model.keep_packed_weights(req.packed_weight_bytes);
     let params = &req.params;
     let natural = natural_set(req, file, &model)?;
     let longest = natural.iter().map(|p| p.ids.len()).max().unwrap_or(0);
@@ -169,6 +169,13 @@ fn run_in<T: Real>(
             ));
         }
     }
+    // Packed weights take at most half of what the pre-flight finds left beside the passes' own memory.
+    let room = model
+        .memory_left(longest, retained)?
+        .map_or(usize::MAX, |left| {
+            usize::try_from(left / 2).unwrap_or(usize::MAX)
+        });
+    model.keep_packed_weights(req.packed_weight_bytes.min(room));
     let lengths: Vec<(usize, &str)> = natural
         .iter()
         .map(|p| (p.ids.len(), p.source.as_str()))
