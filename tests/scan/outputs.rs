@@ -261,3 +261,64 @@ fn csv_tables_hold_the_summary_numbers() {
         "{per_delta}"
     );
 }
+
+/// Weight matrices kept packed between the passes (`--packed-weights`, within the memory the pre-flight finds
+/// left) change no output: every file but the run's record (`meta.json`, `report.html`: command and times) is
+/// the same with none kept, the default, and the default under a memory limit.
+#[test]
+fn packed_weights_change_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, prompt) = inputs(dir.path());
+    let runs: [(&str, &[&str], Option<&str>); 3] = [
+        ("none", &["--packed-weights", "0"], None),
+        ("default", &[], None),
+        ("limited", &[], Some("256M")),
+    ];
+    for (name, extra, limit) in runs {
+        let mut c = scan_command(&model, &prompt, &dir.path().join(name), extra);
+        if let Some(limit) = limit {
+            c.env("ROPESCOPE_MAX_MEMORY", limit);
+        }
+        let r = c.output().unwrap();
+        assert!(
+            r.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    let files = |name: &str| {
+        let mut v = Vec::new();
+        let root = dir.path().join(name);
+        let mut todo = vec![root.clone()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    todo.push(path);
+                } else {
+                    v.push(
+                        path.strip_prefix(&root)
+                            .unwrap()
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                }
+            }
+        }
+        v.retain(|f| f != "meta.json" && f != "report.html");
+        v.sort();
+        v
+    };
+    let names = files("none");
+    assert!(
+        names.len() > 20 && names.iter().any(|f| f.starts_with("posym")),
+        "{names:?}"
+    );
+    for other in ["default", "limited"] {
+        assert_eq!(files(other), names);
+        for f in &names {
+            let read = |run: &str| std::fs::read(dir.path().join(run).join(f)).unwrap();
+            assert!(read("none") == read(other), "{other}: {f}");
+        }
+    }
+}
