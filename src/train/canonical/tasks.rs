@@ -153,6 +153,13 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
+    fn names_are_the_command_lines() {
+        // `ropescope train index|retrieval|induction`, and the names its progress bar and summary line print.
+        let names = [Task::Index, Task::Retrieval, Task::Induction].map(Task::name);
+        assert_eq!(names, ["index", "retrieval", "induction"]);
+    }
+
+    #[test]
     fn sizes_are_refused_one_condition_at_a_time() {
         let sizes = |context_len, n_symbols, n_keys| TaskSizes {
             context_len,
