@@ -140,7 +140,11 @@ if [[ -n "$timeout" ]]; then
     baseline=(--baseline=skip --timeout="$timeout" --build-timeout=7200)
 fi
 run_part() {
-    out="$cache/part-$(( $(find "$cache" -maxdepth 1 -name 'part-*' | wc -l) + 1 ))"
+    # The next number after the highest (not the count: a part removed by hand would leave a gap, and the count
+    # would name an existing part, whose results cargo-mutants would move aside).
+    local last
+    last="$(find "$cache" -maxdepth 1 -name 'part-*' -printf '%f\n' | sed 's/^part-//' | sort -n | tail -1)"
+    out="$cache/part-$(( ${last:-0} + 1 ))"
     mkdir -p "$out"
     echo "$commit" > "$out/commit"
     status=0
