@@ -64,7 +64,7 @@ fn noise(i: usize) -> f32 {
 
 /// An `n × k` weight of type `ty` (one whose blocks start with an f16 scale, then an f16 minimum or other
 /// bits) with varied quants and sane scales.
-fn quant_weight(n: usize, k: usize, ty: &str) -> (GgufFile, GgmlType) {
+fn quant_weight(n: usize, k: usize, ty: &str) -> WeightMatrix {
     let ty = GgmlType::from_name(ty).expect("known type");
     let block = ty.byte_size(ty.block_size() as u64).expect("one block") as usize;
     let blocks = n * k / ty.block_size();
@@ -78,7 +78,9 @@ fn quant_weight(n: usize, k: usize, ty: &str) -> (GgufFile, GgmlType) {
         }
     }
     let w = GgufWriter::new().tensor_raw("w", &[k as u64, n as u64], ty, bytes);
-    (GgufFile::from_bytes(w.to_bytes()).expect("valid file"), ty)
+    let file = GgufFile::from_bytes(w.to_bytes()).expect("valid file");
+    let data = file.tensor_data(file.tensor("w").expect("w"));
+    WeightMatrix::new("w", data, ty, n, k).expect("weight")
 }
 
 /// Median GFLOP/s of `product(out)`, which computes `x[ROWS × k] · Wᵀ` for an `n × k` weight (one warm-up run).
@@ -217,15 +219,7 @@ fn run<T: Peers>(isa: Isa, threads: usize) {
         let g_dense = measure(&x, (n, k), |r, buf| {
             buf.copy_from_slice(&dense[r.start * k..r.end * k])
         });
-        let (file, gty) = quant_weight(n, k, ty);
-        let w = WeightMatrix::new(
-            "w",
-            file.tensor_data(file.tensor("w").expect("w")),
-            gty,
-            n,
-            k,
-        )
-        .expect("weight");
+        let w = quant_weight(n, k, ty);
         let g_q = measure(&x, (n, k), |r, buf| w.dequantize_rows(r, buf));
         let mm = median_rate((n, k), |out| {
             T::matrixmultiply_tiles(&x, &dense, (n, k), out)
@@ -276,15 +270,7 @@ fn joint<T: Real>() {
     println!("|---|---|---|---|---|---|");
     for (label, k, sizes, ty) in JOINT {
         let x: Vec<T> = (0..ROWS * k).map(|i| T::of_f32(noise(i))).collect();
-        let files: Vec<_> = sizes.iter().map(|&n| quant_weight(n, k, ty)).collect();
-        let weights: Vec<WeightMatrix> = files
-            .iter()
-            .zip(sizes)
-            .map(|((file, ty), &n)| {
-                let data = file.tensor_data(file.tensor("w").expect("w"));
-                WeightMatrix::new("w", data, *ty, n, k).expect("weight")
-            })
-            .collect();
+        let weights: Vec<WeightMatrix> = sizes.iter().map(|&n| quant_weight(n, k, ty)).collect();
         let products: Vec<(&WeightMatrix, Option<&[T]>)> =
             weights.iter().map(|w| (w, None)).collect();
         // The same matrices kept packed (the budget has room for all).

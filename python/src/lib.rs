@@ -12,7 +12,7 @@ use ropescope::gguf::GgufFile;
 use ropescope::interrupt::with_check;
 use ropescope::io::inputs::Inputs;
 use ropescope::io::staged::{Record, StagedDir, Staging};
-use ropescope::model::{Arithmetic, Model as Engine};
+use ropescope::model::{packed_weight_bytes, Arithmetic, Model as Engine};
 use ropescope::numeric::{Precision, Real};
 use ropescope::reference::compare::{apply_override, compare_report, default_tolerances};
 use ropescope::reference::write::{compute_reference, write_reference, ReferenceRequest};
@@ -302,12 +302,7 @@ fn scan(
         let defaults = ScanParams::default();
         let packed_weight_bytes = match packed_weights {
             None => ropescope::scan::DEFAULT_PACKED_WEIGHT_BYTES,
-            Some(mib) => mib.checked_mul(1 << 20).ok_or_else(|| {
-                Error::parameter(
-                    "packed_weights",
-                    "is more memory than this machine can address",
-                )
-            })?,
+            Some(mib) => packed_weight_bytes(mib)?,
         };
         let req = ScanRequest {
             model,

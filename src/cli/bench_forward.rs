@@ -4,7 +4,7 @@
 use super::prompt::read_ids;
 use crate::capture::{CollectSink, NoCapture};
 use crate::gguf::GgufFile;
-use crate::model::{Arithmetic, ForwardOptions, Model};
+use crate::model::{packed_weight_bytes, Arithmetic, ForwardOptions, Model};
 use crate::numeric::{Precision, Real};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -70,15 +70,10 @@ struct Report {
 }
 
 fn run_in<T: Real>(args: &Args, ids: &[u32]) -> anyhow::Result<Report> {
+    let packed = packed_weight_bytes(args.packed_weights)?;
     let start = Instant::now();
     let file = GgufFile::open(&args.model)?;
     let model = Model::<T>::load_with(&file, args.arithmetic)?;
-    let packed = args.packed_weights.checked_mul(1 << 20).ok_or_else(|| {
-        crate::Error::parameter(
-            "packed_weights",
-            "is more memory than this machine can address",
-        )
-    })?;
     model.keep_packed_weights(packed);
     let load_s = start.elapsed().as_secs_f64();
     model.validate(ids)?;

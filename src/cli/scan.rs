@@ -1,7 +1,7 @@
 //! `ropescope scan`: the streaming analyses of a model on natural and random prompts, labels per head, and an
 //! output directory of `.npy`/JSON files (`fixtures/scan/FORMAT.md`).
 
-use crate::model::Arithmetic;
+use crate::model::{packed_weight_bytes, Arithmetic};
 use crate::numeric::Precision;
 use crate::scan::{self, params, Analysis, Progress, ScanParams, ScanRequest, ScanSummary};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -86,12 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         shard: args.shard,
         force: args.force,
         command: std::env::args().collect(),
-        packed_weight_bytes: args.packed_weights.checked_mul(1 << 20).ok_or_else(|| {
-            crate::Error::parameter(
-                "packed_weights",
-                "is more memory than this machine can address",
-            )
-        })?,
+        packed_weight_bytes: packed_weight_bytes(args.packed_weights)?,
     };
     let done = scan::run(&req, &args.out, &Bars::new(args.quiet))?;
     print_summary(&done);

@@ -144,6 +144,17 @@ fn mib(bytes: u64) -> String {
     }
 }
 
+/// The bytes of `mib` MiB of packed weights (`--packed-weights`, [`Model::keep_packed_weights`]): an error
+/// when no address holds them.
+pub fn packed_weight_bytes(mib: usize) -> Result<usize> {
+    mib.checked_mul(1 << 20).ok_or_else(|| {
+        Error::parameter(
+            "packed_weights",
+            "is more memory than this machine can address",
+        )
+    })
+}
+
 /// Environment variable that caps the memory runs may plan to use, in bytes or with a binary suffix (`512M`,
 /// `2G`): for shared machines, and to try the pre-flight refusals.
 pub const MEMORY_LIMIT_VAR: &str = "ROPESCOPE_MAX_MEMORY";

@@ -23,7 +23,7 @@ pub use arch::SUPPORTED;
 pub use arithmetic::Arithmetic;
 pub use config::{Activation, LayerConfig, ModelConfig};
 use config::{LogitScale, QkNorm, Residual};
-pub use memory::MEMORY_LIMIT_VAR;
+pub use memory::{packed_weight_bytes, MEMORY_LIMIT_VAR};
 pub use ops::NormEps;
 pub use prefix::PrefixKv;
 
