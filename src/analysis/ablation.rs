@@ -209,22 +209,7 @@ pub fn run<T: Real>(
             .map(|f| v.rotated_chunks(f, &bands))
             .collect()
     };
-    let mut done = 0u64;
-    let mut tick = || {
-        done += 1;
-        progress(done);
-    };
-    let base = measure(model, prompts, None, params.delta_max, &mut tick)?;
-    let baseline = base.clone().result(
-        Variant::Baseline,
-        (masks(Variant::Baseline), reference),
-        None,
-        &base,
-    );
-    let mut variants: Vec<VariantResult> = Vec::new();
-    for variant in params
-        .p_values
-        .iter()
+    let variants: Vec<Variant> = (params.p_values.iter())
         .map(|&p| Variant::PRope { p })
         .chain(
             params
@@ -238,32 +223,71 @@ pub fn run<T: Real>(
                 .iter()
                 .map(|&band| Variant::BandMasked { band }),
         )
-    {
-        let rotated = masks(variant);
-        // The first result with this rotation is the one that measured it (the baseline first).
-        let earlier = std::iter::once(&baseline)
-            .chain(&variants)
-            .find(|e| e.layer_rotated_chunks == rotated);
-        let result = match earlier {
-            Some(e) => {
-                prompts.iter().for_each(|_| tick());
+        .collect();
+    let rotations: Vec<Vec<Vec<bool>>> = variants.iter().map(|&v| masks(v)).collect();
+    let baseline_rotation = masks(Variant::Baseline);
+    // Each variant's measurement: the first with its rotation measures it (the baseline first, `None`), and a
+    // later one shares it.
+    let measured_by: Vec<Option<usize>> = (0..variants.len())
+        .map(|i| {
+            (rotations[i] != baseline_rotation)
+                .then(|| (0..=i).find(|&j| rotations[j] == rotations[i]))
+                .flatten()
+        })
+        .collect();
+    let own: Vec<Option<usize>> = std::iter::once(None)
+        .chain(
+            (0..variants.len())
+                .filter(|&i| measured_by[i] == Some(i))
+                .map(Some),
+        )
+        .collect();
+    // The distinct rotations' passes, [`super::PASSES_AT_ONCE`] variants at a time (each variant's prompts in
+    // order, into its own capture).
+    let mut done = 0u64;
+    let mut measured: Vec<Measured> = Vec::with_capacity(own.len());
+    for group in own.chunks(super::PASSES_AT_ONCE) {
+        let results: Vec<Result<Measured>> = group
+            .par_iter()
+            .map(|&v| {
+                let keep = v.map(|i| rotations[i].clone());
+                measure(model, prompts, keep, params.delta_max)
+            })
+            .collect();
+        for r in results {
+            measured.push(r?);
+        }
+        done += (group.len() * prompts.len()) as u64;
+        progress(done);
+    }
+    let base = measured[0].clone();
+    let baseline = base.clone().result(
+        Variant::Baseline,
+        (baseline_rotation, reference),
+        None,
+        &base,
+    );
+    let mut results: Vec<VariantResult> = Vec::with_capacity(variants.len());
+    for (i, (&variant, rotated)) in variants.iter().zip(rotations).enumerate() {
+        let result = match measured_by[i] {
+            Some(j) if j == i => {
+                let slot = own.iter().position(|&o| o == Some(i)).expect("measured");
+                (measured[slot].clone()).result(variant, (rotated, reference), None, &base)
+            }
+            // A rotation measured before: that result's figures, naming it.
+            first => {
+                let e = first.map_or(&baseline, |j| &results[j]);
                 VariantResult {
                     variant,
                     same_rotation_as: Some(e.variant),
                     ..e.clone()
                 }
             }
-            None => measure(
-                model,
-                prompts,
-                Some(rotated.clone()),
-                params.delta_max,
-                &mut tick,
-            )?
-            .result(variant, (rotated, reference), None, &base),
         };
-        variants.push(result);
+        results.push(result);
     }
+    // The variants that shared a measurement count as done too.
+    progress(passes(prompts.len(), params));
     let band_of = |f: &Vec<f64>| -> Vec<Option<Band>> {
         f.iter()
             .map(|&g| (g != 0.0).then(|| bands.band(g)))
@@ -274,7 +298,7 @@ pub fn run<T: Real>(
         chunk_bands: band_of(&frequencies[reference]),
         layer_chunk_bands: frequencies.iter().map(band_of).collect(),
         baseline,
-        variants,
+        variants: results,
     })
 }
 
@@ -336,14 +360,12 @@ impl Measured {
     }
 }
 
-/// Runs every prompt with the rotation mask `rope_keep` (`None`: the plain model), calling `tick` after each
-/// pass.
+/// Runs every prompt, in order, with the rotation mask `rope_keep` (`None`: the plain model).
 fn measure<T: Real>(
     model: &Model<T>,
     prompts: &[Vec<u32>],
     rope_keep: Option<Vec<Vec<bool>>>,
     delta_max: usize,
-    tick: &mut dyn FnMut(),
 ) -> Result<Measured> {
     let c = &model.config;
     let mut cap = SlashCapture::new(c.n_layers, c.n_heads, delta_max);
@@ -367,7 +389,6 @@ fn measure<T: Real>(
             nll += loss;
         }
         n_predicted += t - 1;
-        tick();
     }
     let scores = cap.scores();
     let profile = scores

@@ -7,6 +7,12 @@
 //! (`posym_scan`, `detectors`, `cauchy_schwarz`, `ablation`), and `embedding_cone` reads the weights. Chunk indices
 //! are 0-based (`l = 0` is the fastest chunk); the papers' 1-based chunk `l` is chunk `l - 1` here.
 
+/// Forward passes the multi-pass analyses run at the same time where their passes are independent (the block
+/// swaps of `posym_scan`, the variants of `ablation`): each pass's work fills the cores while another waits on
+/// its own serial parts and on the last of a layer's heads. Two, on any number of cores: every pass gives the
+/// same bits however it is scheduled, and each adds its working memory (the scan's pre-flight counts them).
+pub const PASSES_AT_ONCE: usize = 2;
+
 pub mod ablation;
 pub mod attention_map;
 pub mod cauchy_schwarz;

@@ -23,6 +23,7 @@ use crate::capture::{AttentionBlock, Capture, HeadCapture, HeadInfo, HeadVectors
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, Model};
 use crate::numeric::Real;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::ops::Range;
 
@@ -109,25 +110,38 @@ pub fn run<T: Real>(
             }
         }
         let mut masses = PromptMasses::new(perms.len(), c.n_layers * c.n_heads, n_chunks, m);
-        // The unswapped pass keeps its keys and values; a swap of blocks a < b changes no position before
-        // block a, so its pass starts there (the same bits as a whole pass; tests/engine/prefix.rs).
-        let mut prefix = None;
-        for (pass, perm) in perms.iter().enumerate() {
+        let swapped = |perm: &[usize]| {
             let mut swapped = ids.to_vec();
             for (p, &src) in perm.iter().enumerate() {
                 swapped[context.start + p] = ids[context.start + src];
             }
-            let mut cap =
-                LastRowCapture::new(context.clone(), c.n_layers * c.n_heads, c.n_heads, m);
-            let opts = ForwardOptions::default();
-            match &prefix {
-                None => prefix = Some(model.forward_keeping_prefix(&swapped, &opts, &mut cap)?.1),
-                Some(kept) => {
-                    model.forward_from_prefix(&swapped, &opts, &mut cap, kept)?;
-                }
+            swapped
+        };
+        let capture = || LastRowCapture::new(context.clone(), c.n_layers * c.n_heads, c.n_heads, m);
+        let opts = ForwardOptions::default();
+        // The unswapped pass keeps its keys and values; a swap of blocks a < b changes no position before
+        // block a, so its pass starts there (the same bits as a whole pass; tests/engine/prefix.rs).
+        let mut cap = capture();
+        let prefix = model
+            .forward_keeping_prefix(&swapped(&perms[0]), &opts, &mut cap)?
+            .1;
+        masses.store(0, &cap.heads);
+        done += 1;
+        progress(done);
+        // The swaps [`super::PASSES_AT_ONCE`] at a time.
+        for (group, perms) in perms[1..].chunks(super::PASSES_AT_ONCE).enumerate() {
+            let heads: Vec<Result<Vec<HeadMasses>>> = perms
+                .par_iter()
+                .map(|perm| {
+                    let mut cap = capture();
+                    model.forward_from_prefix(&swapped(perm), &opts, &mut cap, &prefix)?;
+                    Ok(cap.heads)
+                })
+                .collect();
+            for (i, heads) in heads.into_iter().enumerate() {
+                masses.store(1 + group * super::PASSES_AT_ONCE + i, &heads?);
             }
-            masses.store(pass, &cap.heads);
-            done += 1;
+            done += perms.len() as u64;
             progress(done);
         }
         acc.add(&perms, &masses, params);

@@ -439,9 +439,9 @@ impl<T: Real> Model<T> {
         ensure_finite(&q, qw, start, site, "the post-RoPE queries")?;
         if start > 0 {
             // Queries of the reused positions are not computed (zero).
-            q = [&vec![T::zero(); start * qw], &q[..]].concat();
+            q = prefix::after(None, start * qw, &q);
             if plan.vectors {
-                q_pre = [&vec![T::zero(); start * qw], &q_pre[..]].concat();
+                q_pre = prefix::after(None, start * qw, &q_pre);
             }
         }
         let (k, k_pre, v) = match resume.shared {
@@ -627,10 +627,10 @@ impl<T: Real> Model<T> {
         ensure_finite(&v, vw, start, site, "the values")?;
         if let Some(p) = resume.prefix.filter(|_| start > 0) {
             // The whole sequence's keys and values: the reused positions' from the prefix.
-            k = [&p.k[..start * kw], &k].concat();
-            v = [&p.v[..start * vw], &v].concat();
+            k = prefix::after(Some(&p.k), start * kw, &k);
+            v = prefix::after(Some(&p.v), start * vw, &v);
             if with_pre {
-                k_pre = [&p.k_pre[..start * kw], &k_pre].concat();
+                k_pre = prefix::after(Some(&p.k_pre), start * kw, &k_pre);
             }
         }
         Ok(OwnKv {

@@ -6,6 +6,8 @@
 
 use crate::error::{Error, Result};
 use crate::model::ForwardOptions;
+use crate::numeric::Real;
+use rayon::prelude::*;
 
 /// One layer's keys after RoPE, keys before RoPE and values, `[T, n_kv_heads · dim]` row-major each.
 #[derive(Clone)]
@@ -59,4 +61,35 @@ impl<T> PrefixKv<T> {
             .count();
         Ok(shared.min(ids.len().saturating_sub(1)))
     }
+}
+
+/// Elements copied per task by [`after`]: a few microseconds of copying each.
+const COPY_CHUNK: usize = 1 << 14;
+
+/// `before` (or, for `None`, `len_before` zeros) followed by `rows`, the whole sequence's rows of a tensor a
+/// resumed pass computed from its first new position. Written on the worker threads: a resumed pass joins
+/// several megabytes a layer so, and on the calling thread the workers waited for each copy.
+pub(crate) fn after<T: Real>(before: Option<&[T]>, len_before: usize, rows: &[T]) -> Vec<T> {
+    let n = len_before + rows.len();
+    let mut out = Vec::with_capacity(n);
+    let (head, tail) = out.spare_capacity_mut()[..n].split_at_mut(len_before);
+    rayon::join(
+        || match before {
+            Some(b) => head
+                .par_chunks_mut(COPY_CHUNK)
+                .zip(b[..len_before].par_chunks(COPY_CHUNK))
+                .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, &s)| _ = d.write(s))),
+            None => head
+                .par_chunks_mut(COPY_CHUNK)
+                .for_each(|d| d.iter_mut().for_each(|d| _ = d.write(T::zero()))),
+        },
+        || {
+            tail.par_chunks_mut(COPY_CHUNK)
+                .zip(rows.par_chunks(COPY_CHUNK))
+                .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, &s)| _ = d.write(s)))
+        },
+    );
+    // SAFETY: every one of the `n` elements was written above.
+    unsafe { out.set_len(n) };
+    out
 }

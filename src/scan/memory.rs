@@ -5,11 +5,13 @@
 //! Counted: the prompts' token ids; what each prompt set's streaming measures keep for the whole scan (slash
 //! and sink sums per `Δ`, the first prompt's attention map and its block sums, the vector sums and `d × d` Gram
 //! matrices), twice when random prompts run, plus the largest transient of the multi-pass analyses (the
-//! ablation's `[T − 1, vocab]` logits, the positional/symbolic scan's kept keys and values). One forward pass's
-//! own working memory is [`Model::activation_bytes`], added by [`Model::preflight`].
+//! ablation's `[T − 1, vocab]` logits of each pass, the positional/symbolic scan's kept keys and values) and
+//! the working memory of the passes they run beside the first ([`crate::analysis::PASSES_AT_ONCE`]). One
+//! forward pass's own working memory is [`Model::activation_bytes`], added by [`Model::preflight`].
 //! Measured peaks stay below `activation + retained + the model's memory map` (`docs/findings.md`, "Memory").
 
 use super::params::{Analysis, ScanParams};
+use crate::analysis::PASSES_AT_ONCE;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::numeric::Real;
@@ -56,8 +58,16 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
         1
     };
     let size = std::mem::size_of::<T>() as u64;
+    // Their passes run `PASSES_AT_ONCE` at a time: each one's logits, and the working memory of every pass
+    // beside the one `Model::preflight` counts.
+    let at_once = PASSES_AT_ONCE as u64;
     let ablation = if params.runs(Analysis::Ablation) {
-        (longest.saturating_sub(1) as u64).saturating_mul(c.vocab_size as u64 * size)
+        (longest.saturating_sub(1) as u64).saturating_mul(c.vocab_size as u64 * size * at_once)
+    } else {
+        0
+    };
+    let beside = if params.runs(Analysis::Ablation) || params.runs(Analysis::Posym) {
+        model.activation_bytes(longest).saturating_mul(at_once - 1)
     } else {
         0
     };
@@ -74,6 +84,7 @@ pub fn retained_bytes<T: Real>(model: &Model<T>, longest: usize, params: &ScanPa
     per_set
         .saturating_mul(sets)
         .saturating_add(ablation.max(posym))
+        .saturating_add(beside)
 }
 
 /// What reduces a scan's memory, appended to a refusal.
