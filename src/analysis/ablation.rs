@@ -242,11 +242,15 @@ pub fn run<T: Real>(
                 .map(Some),
         )
         .collect();
-    // The distinct rotations' passes, [`super::PASSES_AT_ONCE`] variants at a time (each variant's prompts in
-    // order, into its own capture).
-    let mut done = 0u64;
-    let mut measured: Vec<Measured> = Vec::with_capacity(own.len());
-    for group in own.chunks(super::PASSES_AT_ONCE) {
+    // The baseline first and alone: every matrix the passes use is then packed, or found not to fit, before
+    // passes run side by side (a matrix packs itself once, under a lock, on the worker threads; a thread
+    // waiting there for its packing work could take up the other pass, reach the same lock and wait on
+    // itself). Then the other distinct rotations, [`super::PASSES_AT_ONCE`] at a time, each variant's prompts
+    // in order into its own capture.
+    let mut measured = vec![measure(model, prompts, None, params.delta_max)?];
+    let mut done = prompts.len() as u64;
+    progress(done);
+    for group in own[1..].chunks(super::PASSES_AT_ONCE) {
         let results: Vec<Result<Measured>> = group
             .par_iter()
             .map(|&v| {
@@ -377,8 +381,8 @@ fn measure<T: Real>(
             rope_keep: rope_keep.clone(),
         };
         let out = model.forward(ids, &opts, &mut cap)?;
-        // Each row's loss on the worker threads (a row of 49,152 exponentials takes about as long as a tenth of
-        // the pass's output head), summed in row order: the same bits as a loop over the rows.
+        // Each row's loss (a log-sum-exp over the vocabulary) on the worker threads, where the main thread kept
+        // them waiting; added in row order, the same bits as a loop over the rows.
         let losses: Vec<f64> = out
             .logits
             .par_chunks(c.vocab_size)

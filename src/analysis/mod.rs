@@ -10,7 +10,9 @@
 /// Forward passes the multi-pass analyses run at the same time where their passes are independent (the block
 /// swaps of `posym_scan`, the variants of `ablation`): each pass's work fills the cores while another waits on
 /// its own serial parts and on the last of a layer's heads. Two, on any number of cores: every pass gives the
-/// same bits however it is scheduled, and each adds its working memory (the scan's pre-flight counts them).
+/// same bits however it is scheduled, and each adds its working memory (the scan's pre-flight counts them). The
+/// first pass of each analysis runs alone, so that the matrices it packs are packed before passes run side by
+/// side.
 pub const PASSES_AT_ONCE: usize = 2;
 
 pub mod ablation;

@@ -128,9 +128,10 @@ pub fn run<T: Real>(
         masses.store(0, &cap.heads);
         done += 1;
         progress(done);
-        // The swaps [`super::PASSES_AT_ONCE`] at a time.
-        for (group, perms) in perms[1..].chunks(super::PASSES_AT_ONCE).enumerate() {
-            let heads: Vec<Result<Vec<HeadMasses>>> = perms
+        // The swaps [`super::PASSES_AT_ONCE`] at a time, after the unswapped pass has packed every matrix they
+        // use (or found it does not fit): a pass never waits on a matrix the other is packing.
+        for (group, swaps) in perms[1..].chunks(super::PASSES_AT_ONCE).enumerate() {
+            let heads: Vec<Result<Vec<HeadMasses>>> = swaps
                 .par_iter()
                 .map(|perm| {
                     let mut cap = capture();
@@ -141,7 +142,7 @@ pub fn run<T: Real>(
             for (i, heads) in heads.into_iter().enumerate() {
                 masses.store(1 + group * super::PASSES_AT_ONCE + i, &heads?);
             }
-            done += perms.len() as u64;
+            done += swaps.len() as u64;
             progress(done);
         }
         acc.add(&perms, &masses, params);
